@@ -1,0 +1,214 @@
+"""One diagnostic type, the table of codes, and the exception that carries them.
+
+Every problem a user can cause (a broken configuration, an invalid scenario, a
+missing host) becomes a :class:`Diagnostic` with a stable ``code`` taken from the
+reference ``atlante eval`` where one exists. Exit codes are decided here, once,
+from the seeds' table: validation problems exit 2, run-level infrastructure
+problems exit 3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CODES",
+    "RUN_LEVEL_CODES",
+    "Diagnostic",
+    "DiagnosticError",
+    "Location",
+    "error",
+    "exit_code_for",
+    "format_diagnostic",
+    "sort_diagnostics",
+    "warning",
+]
+
+Severity = Literal["error", "warning"]
+
+#: Every code this tool emits, with a one-line meaning (rendered into docs/diagnostics.md).
+CODES: dict[str, str] = {
+    # project loading
+    "eval-not-configured": "No Atlante configuration, or it has no eval section.",
+    "ambiguous-config": "Both atlante.jsonc and atlante.json exist in the project directory.",
+    "config-unreadable": "The configuration file cannot be read as UTF-8 text.",
+    "malformed-jsonc": "The configuration is not valid JSON (atlante.json) or JSONC (atlante.jsonc).",
+    "unsupported-schema": "A document's $schema is not one this tool supports.",
+    "invalid-document": "The configuration's eval section, hosts or extends do not match the schema.",
+    "eval-host-not-materialized": "eval.host is not listed in the document's hosts.",
+    # CLI arguments
+    "invalid-trials": "--trials is not an integer from 1 to 50.",
+    "invalid-option": "A command-line option has an invalid value.",
+    "unknown-scenario-filter": "--scenario names a scenario that was not discovered.",
+    # scenario discovery
+    "invalid-scenario-glob": "eval.scenarios is absolute or climbs out of the root with '..'.",
+    "empty-scenario-glob": "eval.scenarios matches no scenario document.",
+    "scenario-unreadable": "A scenario document cannot be read (not UTF-8, too large, I/O error).",
+    "invalid-json": "A scenario document is not valid JSON (.json) or JSONC (.jsonc).",
+    "invalid-eval-scenario": "A scenario document does not match the v0.1 scenario schema.",
+    "duplicate-scenario-name": "Two scenario documents declare the same name.",
+    "invalid-scenario-fixture": "A scenario fixture is missing, not a directory, or unsafe.",
+    # pack suites
+    "pack-eval-unreadable": "A selected pack's root preset cannot be read or parsed.",
+    "invalid-pack-eval": "A selected pack's eval metadata does not match the schema.",
+    "invalid-eval-include": "An eval.include entry is not a package or package-preset locator.",
+    "eval-include-not-found": "An eval.include entry names no pack selected by the project.",
+    "eval-include-no-suite": "An eval.include entry names a pack that ships no eval scenarios.",
+    "pack-scenario-not-included": "A pack scenario was discovered but not opted in by eval.include.",
+    "eval-pack-host-incompatible": "An included pack suite declares a host other than eval.host.",
+    # native outputs
+    "native-outputs-not-verified": "The native outputs of the last build are missing or drifted.",
+    # hosts (run level)
+    "eval-host-unavailable": "The host executable cannot be run, or its version is unreadable.",
+    "eval-host-unsupported-version": "The host executable's version is outside the supported range.",
+    "eval-host-unauthenticated": "The host has no stored credentials.",
+    # running
+    "eval-run-failed": "The run stopped on an unexpected error; a partial report was published.",
+    "eval-run-interrupted": "The run was interrupted; finished trials were kept in a partial report.",
+    "eval-report-failed": "The report could not be written.",
+    "eval-resume-mismatch": "--resume points at a run directory that cannot be resumed.",
+    "report-unreadable": "A report file given to compare, merge or junit cannot be read.",
+    "selftest-vacuous": "A scenario passes with an agent that changes nothing.",
+    "selftest-solution-failed": "A scenario's reference solution does not pass every check.",
+    "selftest-solution-invalid": "A reference solution directory is malformed or unsafe.",
+}
+
+#: Codes that describe a run-level infrastructure failure (exit status 3).
+RUN_LEVEL_CODES: frozenset[str] = frozenset(
+    {
+        "eval-host-unavailable",
+        "eval-host-unsupported-version",
+        "eval-host-unauthenticated",
+        "eval-run-failed",
+        "eval-run-interrupted",
+        "eval-report-failed",
+    }
+)
+
+
+class Location(BaseModel):
+    """A 1-based position in a source file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    line: int = Field(ge=1)
+    """1-based line number."""
+    column: int = Field(ge=1)
+    """1-based column number."""
+
+
+class Diagnostic(BaseModel):
+    """One problem found in the user's input or environment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    severity: Severity
+    """``error`` stops the command; ``warning`` is informational."""
+    code: str
+    """Stable slug, e.g. ``invalid-scenario-fixture`` (see docs/diagnostics.md)."""
+    message: str
+    """What happened, in one sentence."""
+    source: str | None = None
+    """Project-relative file (or ``<pkg>@<version>/<file>`` for pack files)."""
+    pointer: str | None = None
+    """RFC 6901 JSON pointer to the offending value inside ``source``."""
+    location: Location | None = None
+    """Line and column of the offending value inside ``source``."""
+    expected: str | None = None
+    """What would have been accepted."""
+    next: str | None = None
+    """What the user should do next."""
+    cause: str | None = None
+    """The underlying error, when one exists."""
+
+    def sort_key(self) -> tuple[str, str, int, int, str, str]:
+        """Return the key that orders diagnostics: source, pointer, line, column, code, message."""
+        loc = self.location
+        return (
+            self.source or "",
+            self.pointer or "",
+            loc.line if loc else 0,
+            loc.column if loc else 0,
+            self.code,
+            self.message,
+        )
+
+
+def error(code: str, message: str, **fields: object) -> Diagnostic:
+    """Build an error diagnostic; ``fields`` are the optional Diagnostic fields."""
+    return Diagnostic.model_validate({"severity": "error", "code": code, "message": message, **fields})
+
+
+def warning(code: str, message: str, **fields: object) -> Diagnostic:
+    """Build a warning diagnostic; ``fields`` are the optional Diagnostic fields."""
+    return Diagnostic.model_validate(
+        {"severity": "warning", "code": code, "message": message, **fields}
+    )
+
+
+def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Return diagnostics in their stable order (source, pointer, line, column, code, message)."""
+    return sorted(diagnostics, key=Diagnostic.sort_key)
+
+
+def exit_code_for(diagnostics: Sequence[Diagnostic]) -> int:
+    """Return the exit status for a failure described by ``diagnostics`` (2 or 3)."""
+    if any(d.severity == "error" and d.code in RUN_LEVEL_CODES for d in diagnostics):
+        return 3
+    return 2
+
+
+class DiagnosticError(Exception):
+    """Raised when validation or run preparation fails; carries every diagnostic found.
+
+    Raised by :func:`atlante_eval.validate_project`, :func:`atlante_eval.run_eval` and
+    the other entry points before any trial runs (or, for run-level codes, when the
+    run cannot continue). ``exit_code`` is 2 for validation problems, 3 for run-level
+    infrastructure problems.
+    """
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(sort_diagnostics(diagnostics))
+        first = next((d for d in self.diagnostics if d.severity == "error"), None)
+        summary = first.message if first else "validation failed"
+        super().__init__(f"[{first.code if first else 'error'}] {summary}")
+
+    @property
+    def exit_code(self) -> int:
+        """Exit status the CLI uses for this failure."""
+        return exit_code_for(self.diagnostics)
+
+
+_RED = "\x1b[31m"
+_YELLOW = "\x1b[33m"
+_RESET = "\x1b[0m"
+
+
+def format_diagnostic(diagnostic: Diagnostic, *, color: bool = False) -> str:
+    """Render a diagnostic in the terminal format of the reference CLI.
+
+    ``<severity> [<code>]: <message>`` then optional ``at:``, ``expected:``,
+    ``next:`` and ``cause:`` lines.
+    """
+    severity = diagnostic.severity
+    if color:
+        severity = f"{_RED if severity == 'error' else _YELLOW}{severity}{_RESET}"
+    lines = [f"{severity} [{diagnostic.code}]: {diagnostic.message}"]
+    if diagnostic.source or diagnostic.pointer:
+        where = diagnostic.source or ""
+        if diagnostic.source and diagnostic.location:
+            where += f":{diagnostic.location.line}:{diagnostic.location.column}"
+        if diagnostic.pointer:
+            where = f"{where} {diagnostic.pointer}" if where else diagnostic.pointer
+        lines.append(f"at: {where}")
+    for label, value in (
+        ("expected", diagnostic.expected),
+        ("next", diagnostic.next),
+        ("cause", diagnostic.cause),
+    ):
+        if value:
+            lines.append(f"{label}: {value}")
+    return "\n".join(lines)

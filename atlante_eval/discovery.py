@@ -1,0 +1,282 @@
+"""Find, parse and validate the scenario documents a glob selects.
+
+The glob is matched with wcmatch (``**``, ``*``, ``?``, character classes and
+braces), anchored at the root. Only regular files are candidates: symbolic links
+are neither followed nor matched, and ``.git`` and ``node_modules`` directories are
+never entered. ``.json`` documents are strict JSON; ``.jsonc`` documents allow
+comments and trailing commas.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+from wcmatch import glob as wcglob
+
+from .diagnostics import Diagnostic, Location, error, sort_diagnostics
+from .jsondoc import (
+    DocumentParseError,
+    DocumentReadError,
+    parse_document,
+    read_document,
+)
+from .paths import FORBIDDEN_SEGMENTS, split_segments
+from .scenarios import SCENARIO_SCHEMA_URI, Origin, Scenario, ScenarioDocument
+from .validation import validation_diagnostics
+
+__all__ = ["GLOB_FLAGS", "Discovery", "discover_scenarios", "fixture_problem", "glob_files"]
+
+#: wcmatch flags: ``**`` spans directories, dotfiles match, braces expand.
+GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.BRACE
+_MAX_FIXTURE_DEPTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """Scenarios found under one root, sorted by name, and the problems met."""
+
+    scenarios: tuple[Scenario, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def _walk_files(root: Path, start: str) -> Iterator[str]:
+    """Yield root-relative ``/`` paths of regular files under ``root/start`` (no symlinks)."""
+    stack = [start]
+    while stack:
+        relative = stack.pop()
+        directory = root / relative if relative else root
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            child = f"{relative}/{entry.name}" if relative else entry.name
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in FORBIDDEN_SEGMENTS:
+                        stack.append(child)
+                elif entry.is_file(follow_symlinks=False):
+                    yield child
+            except OSError:
+                continue
+
+
+def glob_files(root: Path, pattern: str) -> list[str]:
+    """Return the sorted root-relative paths of regular files matching ``pattern``.
+
+    Only the pattern's literal directory prefix is walked, so a narrow glob stays
+    fast in a large project. The prefix itself must not cross a symlink.
+    """
+    parts = pattern.split("/")
+    prefix: list[str] = []
+    for part in parts[:-1]:
+        if wcglob.is_magic(part, flags=GLOB_FLAGS):
+            break
+        prefix.append(part)
+    current = root
+    for part in prefix:
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except OSError:
+            return []
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            return []
+        if part in FORBIDDEN_SEGMENTS:
+            return []
+    matcher = wcglob.compile(pattern, flags=GLOB_FLAGS)
+    return sorted(path for path in _walk_files(root, "/".join(prefix)) if matcher.match(path))
+
+
+def fixture_problem(root: Path, relative: str) -> str | None:
+    """Return why ``root/relative`` is not a usable fixture directory, or ``None``.
+
+    The fixture must be strictly inside ``root``, reached without symlinks, a real
+    directory, and contain no symlink and no ``.git`` or ``node_modules`` entry.
+    """
+    parts = split_segments(relative)
+    if not parts or ".." in parts:
+        return "fixture must resolve inside the project"
+    current = root
+    for part in parts:
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return f"fixture does not exist: {relative}"
+        except OSError as exc:
+            return f"fixture cannot be inspected: {exc.strerror}"
+        if stat.S_ISLNK(info.st_mode):
+            return f"fixture path traverses a symbolic link: {relative}"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"fixture is not a directory: {relative}"
+    return _fixture_tree_problem(current, relative)
+
+
+def _fixture_tree_problem(directory: Path, label: str) -> str | None:
+    stack: list[tuple[Path, str, int]] = [(directory, label, 0)]
+    while stack:
+        current, shown, depth = stack.pop()
+        if depth > _MAX_FIXTURE_DEPTH:
+            return f"fixture is nested deeper than {_MAX_FIXTURE_DEPTH} levels: {shown}"
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError as exc:
+            return f"fixture directory is unreadable: {shown} ({exc.strerror})"
+        for entry in entries:
+            child = f"{shown}/{entry.name}"
+            if entry.name in FORBIDDEN_SEGMENTS:
+                return f"fixture contains a forbidden entry: {child}"
+            if entry.is_symlink():
+                return f"fixture contains a symbolic link: {child}"
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((Path(entry.path), child, depth + 1))
+    return None
+
+
+def _glob_problem(pattern: str) -> str | None:
+    normalized = pattern.replace("\\", "/")
+    if normalized.startswith("/") or (len(normalized) > 1 and normalized[1] == ":"):
+        return "the glob must be relative to the root, not absolute"
+    if ".." in normalized.split("/"):
+        return "the glob must not climb out of the root with '..'"
+    return None
+
+
+def discover_scenarios(
+    root: Path,
+    pattern: str,
+    *,
+    origin: Origin,
+    source_prefix: str = "",
+    glob_source: str | None = None,
+    glob_pointer: str = "/eval/scenarios",
+) -> Discovery:
+    """Discover and validate the scenario documents ``pattern`` selects under ``root``.
+
+    Args:
+        root: the origin root (project root or pack root).
+        pattern: the root-relative glob.
+        origin: recorded on each scenario.
+        source_prefix: prepended to root-relative paths in diagnostics and sources
+            (``<pkg>@<version>/`` for packs).
+        glob_source: the file that declared the glob, for glob diagnostics.
+        glob_pointer: where the glob sits in that file.
+    """
+    problem = _glob_problem(pattern)
+    if problem:
+        return Discovery(
+            (),
+            (
+                error(
+                    "invalid-scenario-glob",
+                    f"invalid scenario glob {pattern!r}: {problem}",
+                    source=glob_source,
+                    pointer=glob_pointer,
+                    expected="a root-relative glob such as eval/scenarios/*.eval.json*",
+                ),
+            ),
+        )
+    matches = glob_files(root, pattern.replace("\\", "/"))
+    if not matches:
+        return Discovery(
+            (),
+            (
+                error(
+                    "empty-scenario-glob",
+                    f"scenario glob {pattern!r} matches no file",
+                    source=glob_source,
+                    pointer=glob_pointer,
+                    next="author scenario documents under the configured location, "
+                    "or fix the glob",
+                ),
+            ),
+        )
+    diagnostics: list[Diagnostic] = []
+    by_name: dict[str, Scenario] = {}
+    for relative in matches:
+        source = f"{source_prefix}{relative}"
+        scenario, problems = _load_one(root / relative, source, origin)
+        diagnostics.extend(problems)
+        if scenario is None:
+            continue
+        earlier = by_name.get(scenario.name)
+        if earlier is not None:
+            diagnostics.append(
+                error(
+                    "duplicate-scenario-name",
+                    f'scenario name "{scenario.name}" is declared by both '
+                    f"{earlier.source} and {source}",
+                    source=source,
+                    pointer="/name",
+                    next="give every scenario a unique name",
+                )
+            )
+            continue
+        fixture = fixture_problem(root, scenario.document.task.fixture)
+        if fixture:
+            diagnostics.append(
+                error(
+                    "invalid-scenario-fixture",
+                    fixture,
+                    source=source,
+                    pointer="/task/fixture",
+                    expected="a real directory inside the root, without symlinks, "
+                    ".git or node_modules",
+                )
+            )
+            continue
+        by_name[scenario.name] = scenario
+    ordered = tuple(by_name[name] for name in sorted(by_name))
+    return Discovery(ordered, tuple(sort_diagnostics(diagnostics)))
+
+
+def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None, list[Diagnostic]]:
+    try:
+        text = read_document(path)
+    except DocumentReadError as exc:
+        return None, [
+            error("scenario-unreadable", f"scenario document {exc}", source=source)
+        ]
+    try:
+        value = parse_document(text, jsonc=path.name.endswith(".jsonc"))
+    except DocumentParseError as exc:
+        return None, [
+            error(
+                "invalid-json",
+                f"malformed {'JSONC' if path.name.endswith('.jsonc') else 'JSON'}: {exc.message}",
+                source=source,
+                location=Location(line=exc.line, column=exc.column),
+            )
+        ]
+    if not isinstance(value, dict):
+        return None, [
+            error("invalid-eval-scenario", "a scenario document must be a JSON object", source=source)
+        ]
+    declared = value.get("$schema")
+    if declared != SCENARIO_SCHEMA_URI:
+        return None, [
+            error(
+                "unsupported-schema",
+                f"unsupported scenario $schema {declared!r}"
+                if declared is not None
+                else "the scenario document has no $schema",
+                source=source,
+                pointer="/$schema",
+                expected=SCENARIO_SCHEMA_URI,
+            )
+        ]
+    try:
+        document = ScenarioDocument.model_validate(value)
+    except ValidationError as exc:
+        return None, validation_diagnostics(
+            exc, code="invalid-eval-scenario", source=source, text=text
+        )
+    return Scenario(document=document, source=source, path=path, origin=origin, text=text), []

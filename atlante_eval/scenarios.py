@@ -1,0 +1,231 @@
+"""Scenario documents (schema v0.1): the models, and a discovered scenario.
+
+A scenario document names a task (fixture, optional setup, agent, prompt) and the
+deterministic checks that grade one trial of it. Every level is strict: unknown
+keys, wrong types and unsafe paths are validation errors, and every regular
+expression is compiled here, so nothing invalid reaches a host run.
+
+Regular expressions use Python's :mod:`re` dialect (see docs/scenarios.md for what
+differs from the JavaScript dialect of the reference implementation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from .validation import NonEmptyStr, Regex, SandboxPath, StrictModel
+
+__all__ = [
+    "CHECK_TIMEOUT_DEFAULT_MS",
+    "MAX_TIMEOUT_MS",
+    "SCENARIO_NAME_PATTERN",
+    "SCENARIO_SCHEMA_URI",
+    "SETUP_TIMEOUT_MS",
+    "Check",
+    "CheckType",
+    "CommandCheck",
+    "DiffAllowlistCheck",
+    "FileAbsentCheck",
+    "FileContainsCheck",
+    "FileExistsCheck",
+    "FileUnchangedCheck",
+    "Origin",
+    "Scenario",
+    "ScenarioBudget",
+    "ScenarioDocument",
+    "Task",
+]
+
+#: The only scenario document schema URI.
+SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"
+#: Upper bound of every timeout a user can write (one hour).
+MAX_TIMEOUT_MS = 3_600_000
+#: Timeout of a command check that does not set ``timeoutMs``.
+CHECK_TIMEOUT_DEFAULT_MS = 120_000
+#: Fixed timeout of a scenario's ``task.setup`` command.
+SETUP_TIMEOUT_MS = 300_000
+#: Scenario names are slugs.
+SCENARIO_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+
+TimeoutMs = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_MS)]
+CheckType = Literal[
+    "command", "file-exists", "file-absent", "file-unchanged", "file-contains", "diff-allowlist"
+]
+
+
+class CommandCheck(StrictModel):
+    """Run an argv in the sandbox root (never through a shell) and test its exit and output."""
+
+    type: Literal["command"]
+    """Check type."""
+    run: Annotated[list[NonEmptyStr], Field(min_length=1)]
+    """Program and arguments."""
+    expect_exit: int = 0
+    """Exit status that passes."""
+    output_matches: Regex | None = None
+    """Regular expression searched in combined stdout and stderr."""
+    timeout_ms: TimeoutMs = CHECK_TIMEOUT_DEFAULT_MS
+    """Timeout of the command; on expiry the check fails with ``timedOut: true``."""
+
+
+class FileExistsCheck(StrictModel):
+    """Pass when a non-symlink path exists (file or directory)."""
+
+    type: Literal["file-exists"]
+    """Check type."""
+    path: SandboxPath
+    """Sandbox-relative path."""
+
+
+class FileAbsentCheck(StrictModel):
+    """Pass when no non-symlink path exists."""
+
+    type: Literal["file-absent"]
+    """Check type."""
+    path: SandboxPath
+    """Sandbox-relative path."""
+
+
+class FileUnchangedCheck(StrictModel):
+    """Pass when the regular file's SHA-256 equals its pre-trial value (missing = null)."""
+
+    type: Literal["file-unchanged"]
+    """Check type."""
+    path: SandboxPath
+    """Sandbox-relative path."""
+
+
+class FileContainsCheck(StrictModel):
+    """Pass when a file contains a literal string, or matches a regular expression."""
+
+    type: Literal["file-contains"]
+    """Check type."""
+    path: SandboxPath
+    """Sandbox-relative path."""
+    regex: bool = False
+    """Treat ``pattern`` as a regular expression (Python ``re``)."""
+    pattern: NonEmptyStr
+    """Literal text, or a regular expression when ``regex`` is true."""
+
+    @field_validator("pattern")
+    @classmethod
+    def _compile_when_regex(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("regex") is True:
+            import re
+
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(
+                    f"pattern must be a valid regular expression when regex is true ({exc})"
+                ) from None
+        return value
+
+
+class DiffAllowlistCheck(StrictModel):
+    """Pass when every path changed since the baseline is listed in ``allow``."""
+
+    type: Literal["diff-allowlist"]
+    """Check type."""
+    allow: Annotated[list[SandboxPath], Field(min_length=1)]
+    """Exact sandbox-relative paths the agent may change."""
+
+
+Check = Annotated[
+    CommandCheck
+    | FileExistsCheck
+    | FileAbsentCheck
+    | FileUnchangedCheck
+    | FileContainsCheck
+    | DiffAllowlistCheck,
+    Field(discriminator="type"),
+]
+
+
+class Task(StrictModel):
+    """The fixture, setup, agent and prompt that drive one trial."""
+
+    fixture: SandboxPath
+    """Directory copied as the sandbox root, relative to the project (or pack) root."""
+    setup: list[NonEmptyStr] | None = None
+    """argv run in the sandbox before the baseline snapshot (fixed 300 s timeout)."""
+    agent: NonEmptyStr | None = None
+    """Harness agent that drives the task; omitted uses the host default."""
+    prompt: NonEmptyStr
+    """The prompt sent to the agent."""
+
+
+class ScenarioBudget(StrictModel):
+    """Per-scenario budget override."""
+
+    timeout_ms: TimeoutMs
+    """Host-session timeout for this scenario's trials."""
+
+
+class ScenarioDocument(StrictModel):
+    """A scenario document, schema ``https://atlante.sh/schema/v0.1/eval-scenario.json``."""
+
+    schema_uri: Literal["https://atlante.sh/schema/v0.1/eval-scenario.json"] = Field(
+        alias="$schema"
+    )
+    """The exact v0.1 eval-scenario schema URI."""
+    version: Literal["0.1"]
+    """Scenario document version."""
+    name: Annotated[str, Field(pattern=SCENARIO_NAME_PATTERN)]
+    """Slug (a-z, 0-9, hyphen), unique across the suite."""
+    description: NonEmptyStr | None = None
+    """Optional human-readable summary (copied into the report)."""
+    task: Task
+    """What one trial does."""
+    budget: ScenarioBudget | None = None
+    """Optional ``{timeoutMs}`` override."""
+    checks: Annotated[list[Check], Field(min_length=1)]
+    """At least one deterministic check."""
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a scenario came from: the project itself or an npm pack."""
+
+    kind: Literal["project", "package"]
+    root: Path
+    package_name: str | None = None
+    package_version: str | None = None
+    locators: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """``project`` or ``<name>@<version>``."""
+        if self.kind == "project":
+            return "project"
+        return f"{self.package_name}@{self.package_version}"
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A validated scenario document and where it was found."""
+
+    document: ScenarioDocument
+    source: str
+    """Root-relative path of the document (``<pkg>@<version>/<path>`` for packs)."""
+    path: Path
+    """Absolute path of the document."""
+    origin: Origin
+    declared_host: str | None = field(default=None)
+    """The host a pack suite declared, if any."""
+    text: str = field(default="", repr=False)
+    """The document's text, for fingerprints."""
+
+    @property
+    def name(self) -> str:
+        """The scenario's name."""
+        return self.document.name
+
+    @property
+    def fixture_path(self) -> Path:
+        """The fixture directory, resolved against the origin root."""
+        return self.origin.root / self.document.task.fixture

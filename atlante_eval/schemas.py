@@ -1,0 +1,40 @@
+"""JSON Schemas generated from the pydantic models, for editors and other tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from .project import ProjectDocument
+from .scenarios import SCENARIO_SCHEMA_URI, ScenarioDocument
+
+__all__ = ["SCHEMA_KINDS", "json_schema"]
+
+#: The formats whose schema ``atlante-eval schema KIND`` prints.
+SCHEMA_KINDS = ("scenario", "config", "report")
+
+
+def _model(kind: str) -> type[BaseModel]:
+    if kind == "scenario":
+        return ScenarioDocument
+    if kind == "config":
+        return ProjectDocument
+    from .report import RunReport
+
+    return RunReport
+
+
+def json_schema(kind: str) -> dict[str, Any]:
+    """Return the JSON Schema (draft 2020-12) of ``kind`` (one of :data:`SCHEMA_KINDS`)."""
+    schema = _model(kind).model_json_schema(by_alias=True, mode="validation")
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    if kind == "scenario":
+        schema["$id"] = SCENARIO_SCHEMA_URI
+    if kind == "config":
+        schema["additionalProperties"] = True
+        schema["description"] = (
+            "The parts of atlante.jsonc that atlante-eval reads; other keys belong to "
+            "atlante build."
+        )
+    return schema

@@ -1,0 +1,156 @@
+"""Every validation gate that runs before a trial, in the reference's order.
+
+:func:`load_suite` loads the project, discovers local and pack scenarios, checks
+names, ``eval.include``, the ``--scenario`` filter and pack host compatibility,
+and verifies the native outputs of the last build. It returns a :class:`Suite`
+ready to plan, or raises :class:`DiagnosticError` with every problem found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .diagnostics import Diagnostic, DiagnosticError, error, warning
+from .discovery import discover_scenarios
+from .native import NativeOutputs, verify_native_outputs
+from .packs import discover_pack_suites, include_diagnostics, is_included
+from .project import Project, load_project
+from .scenarios import Origin, Scenario
+
+__all__ = ["Suite", "load_suite"]
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """A validated, selected set of scenarios and the verified harness they run against."""
+
+    project: Project
+    scenarios: tuple[Scenario, ...]
+    """Selected scenarios, sorted by name."""
+    native: NativeOutputs | None
+    """Verified native outputs (``None`` only when verification was skipped)."""
+    warnings: tuple[Diagnostic, ...]
+    discovered: tuple[Scenario, ...]
+    """Every discovered scenario, before filtering and inclusion."""
+
+
+def _duplicates(scenarios: Sequence[Scenario]) -> list[Diagnostic]:
+    seen: dict[str, Scenario] = {}
+    problems = []
+    for scenario in scenarios:
+        earlier = seen.get(scenario.name)
+        if earlier is None:
+            seen[scenario.name] = scenario
+            continue
+        problems.append(
+            error(
+                "duplicate-scenario-name",
+                f'scenario name "{scenario.name}" is declared by both {earlier.source} '
+                f"and {scenario.source}",
+                source=scenario.source,
+                pointer="/name",
+                next="rename one of the scenarios",
+            )
+        )
+    return problems
+
+
+def load_suite(
+    path: Path | str | None = None,
+    *,
+    scenario_filter: Sequence[str] = (),
+    verify_native: bool = True,
+) -> Suite:
+    """Run every pre-trial gate for the project at ``path`` and return the selected suite.
+
+    Args:
+        path: project directory or configuration file (default: cwd).
+        scenario_filter: names to keep (``--scenario``); empty keeps all.
+        verify_native: verify the native outputs of the last build (gate 10).
+
+    Raises:
+        DiagnosticError: any validation problem (exit code 2); warnings ride along.
+    """
+    project = load_project(path)
+    config = project.eval
+    problems: list[Diagnostic] = []
+    local: tuple[Scenario, ...] = ()
+    if config.scenarios is not None:
+        found = discover_scenarios(
+            project.root,
+            config.scenarios,
+            origin=Origin(kind="project", root=project.root),
+            glob_source=project.source,
+        )
+        local = found.scenarios
+        problems.extend(found.diagnostics)
+    suites = discover_pack_suites(project)
+    problems.extend(suites.diagnostics)
+    discovered = tuple(sorted((*local, *suites.scenarios), key=lambda s: (s.name, s.source)))
+    problems.extend(_duplicates(discovered))
+    if problems:
+        raise DiagnosticError(problems)
+
+    include_problems = include_diagnostics(project, suites)
+    if include_problems:
+        raise DiagnosticError(include_problems)
+
+    selected = list(discovered)
+    if scenario_filter:
+        names = {s.name for s in discovered}
+        unknown = sorted(set(scenario_filter) - names)
+        if unknown:
+            raise DiagnosticError(
+                [
+                    error(
+                        "unknown-scenario-filter",
+                        f"--scenario names no discovered scenario: {', '.join(unknown)}",
+                        expected=", ".join(sorted(names)) or "(none discovered)",
+                        next="check the name with `atlante-eval list`",
+                    )
+                ]
+            )
+        wanted = set(scenario_filter)
+        selected = [s for s in selected if s.name in wanted]
+
+    warnings: list[Diagnostic] = []
+    kept: list[Scenario] = []
+    for scenario in selected:
+        if is_included(scenario, config.include):
+            kept.append(scenario)
+            continue
+        warnings.append(
+            warning(
+                "pack-scenario-not-included",
+                f'pack scenario "{scenario.name}" from {scenario.origin.label} is not run: '
+                "its pack is not in eval.include",
+                source=scenario.source,
+                next=f'add "{scenario.origin.package_name}" to eval.include to run it',
+            )
+        )
+
+    incompatible = [
+        error(
+            "eval-pack-host-incompatible",
+            f'pack scenario "{s.name}" from {s.origin.label} declares host "{s.declared_host}", '
+            f'but the project runs "{config.host}"',
+            source=s.source,
+            expected=f'a suite for "{config.host}" or a host-neutral suite',
+            next="remove the pack from eval.include, or switch eval.host",
+        )
+        for s in kept
+        if s.declared_host is not None and s.declared_host != config.host
+    ]
+    if incompatible:
+        raise DiagnosticError([*incompatible, *warnings])
+
+    native = verify_native_outputs(project.root, config.host) if verify_native else None
+    return Suite(
+        project=project,
+        scenarios=tuple(sorted(kept, key=lambda s: s.name)),
+        native=native,
+        warnings=tuple(warnings),
+        discovered=discovered,
+    )
