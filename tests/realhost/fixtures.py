@@ -1,0 +1,39 @@
+"""Pytest fixtures for real-host tests: the host binaries and a running mock model server.
+
+``tests/realhost/conftest.py`` exposes them to the tests in this folder. Tests
+elsewhere can use them by adding ``pytest_plugins = ["realhost.fixtures"]`` to the
+top-level ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .hosts import REQUIRE_ENV, HostsUnavailableError, locate_hosts
+from .mock_model import MockModelServer
+
+
+@pytest.fixture(scope="session")
+def real_hosts() -> Path:
+    """Return the directory holding the real ``claude`` and ``opencode`` executables.
+
+    Skips the test when they are unavailable, or fails it when
+    ``ATLANTE_EVAL_REQUIRE_REAL_HOSTS=1`` (as CI sets it).
+    """
+    try:
+        return locate_hosts()
+    except HostsUnavailableError as exc:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"real hosts required ({REQUIRE_ENV}=1) but unavailable: {exc}")
+        pytest.skip(f"real hosts unavailable: {exc}")
+
+
+@pytest.fixture
+def mock_model() -> Iterator[MockModelServer]:
+    """Yield a started mock model server with no scripts; it is stopped afterwards."""
+    with MockModelServer() as server:
+        yield server
