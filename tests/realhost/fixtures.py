@@ -17,6 +17,16 @@ from .hosts import REQUIRE_ENV, HostsUnavailableError, locate_hosts
 from .mock_model import MockModelServer
 
 
+def require_hosts() -> Path:
+    """Return the real hosts' bin directory, or skip (fail under ``REQUIRE_ENV=1``) the test."""
+    try:
+        return locate_hosts()
+    except HostsUnavailableError as exc:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"real hosts required ({REQUIRE_ENV}=1) but unavailable: {exc}")
+        pytest.skip(f"real hosts unavailable: {exc}")
+
+
 @pytest.fixture(scope="session")
 def real_hosts() -> Path:
     """Return the directory holding the real ``claude`` and ``opencode`` executables.
@@ -24,12 +34,7 @@ def real_hosts() -> Path:
     Skips the test when they are unavailable, or fails it when
     ``ATLANTE_EVAL_REQUIRE_REAL_HOSTS=1`` (as CI sets it).
     """
-    try:
-        return locate_hosts()
-    except HostsUnavailableError as exc:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"real hosts required ({REQUIRE_ENV}=1) but unavailable: {exc}")
-        pytest.skip(f"real hosts unavailable: {exc}")
+    return require_hosts()
 
 
 @pytest.fixture
