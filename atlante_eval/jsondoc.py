@@ -1,9 +1,12 @@
 """Read JSON and JSONC documents with exact error positions.
 
-``.json`` files are parsed as strict JSON, ``.jsonc`` files with json5 (comments and
-trailing commas). Both reject duplicate keys. :func:`locate_pointers` maps every
-JSON pointer of a parsed text to the line and column where its value (or, for an
-object member, its key) starts, so schema errors point at the exact spot.
+``.json`` files are parsed as strict JSON; ``.jsonc`` files may also hold ``//`` and
+``/* */`` comments and trailing commas (which are blanked out in place before the
+strict parse, so every error keeps its exact line and column). Both reject
+duplicate keys and the non-JSON constants ``NaN`` and ``Infinity``.
+:func:`locate_pointers` maps every JSON pointer of a parsed text to the line and
+column where its value (or, for an object member, its key) starts, so schema
+errors point at the exact spot.
 """
 
 from __future__ import annotations
@@ -12,11 +15,10 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import json5
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -65,13 +67,14 @@ def read_document(
         DocumentReadError: the path is a symlink or not a regular file, is larger
             than ``max_bytes``, is not valid UTF-8, or cannot be read.
     """
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    # O_NONBLOCK: opening a FIFO must not wait for a writer (fstat then rejects it).
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
     if not follow_symlinks:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        if os.path.islink(path):
+        if Path(path).is_symlink():
             raise DocumentReadError("is a symbolic link") from exc
         raise DocumentReadError(exc.strerror or str(exc)) from exc
     try:
@@ -104,7 +107,7 @@ def read_document(
     return text.removeprefix("\ufeff")
 
 
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _reject_duplicates(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
@@ -119,47 +122,123 @@ class _DuplicateKey(ValueError):
         self.key = key
 
 
+class _BadConstant(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise _BadConstant(name)
 
 
-_JSON5_POSITION = re.compile(r"<string>:(\d+) (.*?) at column (\d+)$")
+_STRING = r'"(?:[^"\\\n]|\\.)*+"?'
+#: A string (possibly unterminated: it then stops at the end of the line), a line
+#: comment, or a block comment (possibly unterminated).
+_COMMENT = re.compile(rf"{_STRING}|//[^\n]*+|/\*(?:[^*]|\*(?!/))*+(?:\*/)?", re.DOTALL)
+#: A string, or a comma followed by a closing bracket.
+_TRAILING_COMMA = re.compile(rf"{_STRING}|,\s*+[\]}}]", re.DOTALL)
+_NOT_NEWLINE = re.compile(r"[^\r\n]")
+_BARE_CONSTANT = re.compile(rf"{_STRING}|(-?Infinity|NaN)", re.DOTALL)
+
+
+def _blank_jsonc(text: str) -> str:
+    """Return ``text`` with comments and trailing commas replaced by spaces.
+
+    Every other character keeps its offset (newlines inside block comments are
+    kept), so strict JSON errors on the result point at the right line and column.
+    A comma directly after ``[``, ``{`` or another comma is not a trailing comma and
+    is left for the strict parser to reject.
+
+    Raises:
+        DocumentParseError: a block comment is not closed.
+    """
+
+    def comment(match: re.Match[str]) -> str:
+        lexeme = match.group()
+        if lexeme.startswith('"'):
+            return lexeme
+        if lexeme.startswith("/*") and (len(lexeme) < 4 or not lexeme.endswith("*/")):
+            line, column = _line_column(text, match.start())
+            raise DocumentParseError("unterminated block comment", line, column)
+        return _NOT_NEWLINE.sub(" ", lexeme)
+
+    blanked = _COMMENT.sub(comment, text) if "/" in text else text
+    if "," not in blanked:
+        return blanked
+
+    def comma(match: re.Match[str]) -> str:
+        lexeme = match.group()
+        if lexeme.startswith('"'):
+            return lexeme
+        before = match.start() - 1
+        while before >= 0 and blanked[before] in " \t\r\n":
+            before -= 1
+        if before < 0 or blanked[before] in "[{,":
+            return lexeme
+        return " " + lexeme[1:]
+
+    return _TRAILING_COMMA.sub(comma, blanked)
+
+
+def _strict_json_hint(text: str, offset: int, message: str) -> str:
+    """Explain an error that is JSONC syntax in a strict ``.json`` document."""
+    if text.startswith(("//", "/*"), offset):
+        return "comments are not allowed in strict JSON (use a .jsonc file for comments)"
+    before = text[:offset].rstrip()
+    if before.endswith(",") and text.startswith(("}", "]"), offset):
+        return "trailing commas are not allowed in strict JSON (use a .jsonc file)"
+    return message
 
 
 def parse_document(text: str, *, jsonc: bool) -> Any:
     """Parse ``text`` as strict JSON, or as JSONC when ``jsonc`` is true.
 
+    JSONC is JSON plus ``//`` and ``/* */`` comments and trailing commas; nothing
+    else (no single quotes, unquoted keys, ``NaN`` or hexadecimal numbers).
+
     Raises:
-        DocumentParseError: malformed text, a duplicate key, or an empty document.
+        DocumentParseError: malformed text, a duplicate key, a non-JSON constant
+            (``NaN``, ``Infinity``), or an empty document; with the 1-based line and
+            column of the problem.
     """
-    if not text.strip():
+    source = _blank_jsonc(text) if jsonc else text
+    if not source.strip():
         raise DocumentParseError("the document is empty", 1, 1)
     try:
-        if jsonc:
-            return json5.loads(text, object_pairs_hook=_reject_duplicates)
-        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+        return json.loads(
+            source, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
+        )
     except _DuplicateKey as exc:
-        line, column = _find_key(text, exc.key)
-        raise DocumentParseError(f'duplicate key "{exc.key}"', line, column) from exc
+        key, offset = _first_duplicate(source, exc.key)
+        line, column = _line_column(source, offset)
+        raise DocumentParseError(f'duplicate key "{key}"', line, column) from exc
+    except _BadConstant as exc:
+        offset = _constant_offset(source, exc.name)
+        line, column = _line_column(source, offset)
+        raise DocumentParseError(f"{exc.name} is not valid JSON", line, column) from exc
     except json.JSONDecodeError as exc:
-        raise DocumentParseError(exc.msg, exc.lineno, exc.colno) from exc
-    except (ValueError, RecursionError) as exc:
-        message = str(exc)
-        match = _JSON5_POSITION.search(message)
-        if match:
-            raise DocumentParseError(
-                match.group(2), int(match.group(1)), int(match.group(3))
-            ) from exc
-        raise DocumentParseError(message or type(exc).__name__, 1, 1) from exc
+        message = exc.msg if jsonc else _strict_json_hint(source, exc.pos, exc.msg)
+        raise DocumentParseError(message, exc.lineno, exc.colno) from exc
+    except RecursionError as exc:
+        raise DocumentParseError("the document is nested too deeply", 1, 1) from exc
 
 
-def _find_key(text: str, key: str) -> tuple[int, int]:
-    """Return the position of the second occurrence of a quoted key (best effort)."""
-    needle = json.dumps(key)
-    first = text.find(needle)
-    second = text.find(needle, first + 1) if first >= 0 else -1
-    offset = second if second >= 0 else max(first, 0)
-    return _line_column(text, offset)
+def _constant_offset(text: str, name: str) -> int:
+    """Return the offset of the first bare ``name`` constant outside strings."""
+    for match in _BARE_CONSTANT.finditer(text):
+        if match.group(1) == name:
+            return match.start(1)
+    return 0
+
+
+def _first_duplicate(text: str, fallback: str) -> tuple[str, int]:
+    """Return the first duplicate key in text order and its offset (best effort)."""
+    scanner = _Scanner(text)
+    scanner.value("", 0)
+    if scanner.duplicate is not None:
+        return scanner.duplicate
+    return fallback, 0
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:
@@ -186,6 +265,8 @@ class _Scanner:
         self.pos = 0
         self.values: dict[str, int] = {}
         self.keys: dict[str, int] = {}
+        self.duplicate: tuple[str, int] | None = None
+        """The first key repeated inside one object, and its offset."""
 
     def skip(self) -> None:
         text, n = self.text, len(self.text)
@@ -231,6 +312,7 @@ class _Scanner:
         ch = self.text[self.pos]
         if ch == "{":
             self.pos += 1
+            seen: set[str] = set()
             while True:
                 self.skip()
                 if self.pos >= len(self.text):
@@ -241,7 +323,10 @@ class _Scanner:
                 key_pos = self.pos
                 key = self.string() if self.text[self.pos] in "\"'" else self.bare()
                 child = f"{pointer}/{escape_pointer(key)}"
-                self.keys[child] = key_pos
+                if key in seen and self.duplicate is None:
+                    self.duplicate = (key, key_pos)
+                seen.add(key)
+                self.keys.setdefault(child, key_pos)
                 self.skip()
                 if self.pos < len(self.text) and self.text[self.pos] == ":":
                     self.pos += 1
