@@ -35,9 +35,9 @@ CODES: dict[str, str] = {
     "eval-not-configured": "No Atlante configuration, or it has no eval section.",
     "ambiguous-config": "Both atlante.jsonc and atlante.json exist in the project directory.",
     "config-unreadable": "The configuration file cannot be read as UTF-8 text.",
-    "malformed-jsonc": "The configuration is not valid JSON (atlante.json) or JSONC (atlante.jsonc).",
+    "malformed-jsonc": "The configuration is not valid JSON (.json) or JSONC (.jsonc).",
     "unsupported-schema": "A document's $schema is not one this tool supports.",
-    "invalid-document": "The configuration's eval section, hosts or extends do not match the schema.",
+    "invalid-document": "The eval section, hosts or extends do not match the schema.",
     "eval-host-not-materialized": "eval.host is not listed in the document's hosts.",
     # CLI arguments
     "invalid-trials": "--trials is not an integer from 1 to 50.",
@@ -57,17 +57,17 @@ CODES: dict[str, str] = {
     "invalid-eval-include": "An eval.include entry is not a package or package-preset locator.",
     "eval-include-not-found": "An eval.include entry names no pack selected by the project.",
     "eval-include-no-suite": "An eval.include entry names a pack that ships no eval scenarios.",
-    "pack-scenario-not-included": "A pack scenario was discovered but not opted in by eval.include.",
+    "pack-scenario-not-included": "A discovered pack scenario is not opted in by eval.include.",
     "eval-pack-host-incompatible": "An included pack suite declares a host other than eval.host.",
     # native outputs
     "native-outputs-not-verified": "The native outputs of the last build are missing or drifted.",
     # hosts (run level)
     "eval-host-unavailable": "The host executable cannot be run, or its version is unreadable.",
-    "eval-host-unsupported-version": "The host executable's version is outside the supported range.",
+    "eval-host-unsupported-version": "The host's version is outside the supported range.",
     "eval-host-unauthenticated": "The host has no stored credentials.",
     # running
     "eval-run-failed": "The run stopped on an unexpected error; a partial report was published.",
-    "eval-run-interrupted": "The run was interrupted; finished trials were kept in a partial report.",
+    "eval-run-interrupted": "The run was interrupted; finished trials are in a partial report.",
     "eval-report-failed": "The report could not be written.",
     "eval-resume-mismatch": "--resume points at a run directory that cannot be resumed.",
     "report-unreadable": "A report file given to compare, merge or junit cannot be read.",
@@ -139,7 +139,9 @@ class Diagnostic(BaseModel):
 
 def error(code: str, message: str, **fields: object) -> Diagnostic:
     """Build an error diagnostic; ``fields`` are the optional Diagnostic fields."""
-    return Diagnostic.model_validate({"severity": "error", "code": code, "message": message, **fields})
+    return Diagnostic.model_validate(
+        {"severity": "error", "code": code, "message": message, **fields}
+    )
 
 
 def warning(code: str, message: str, **fields: object) -> Diagnostic:
@@ -193,7 +195,7 @@ def format_diagnostic(diagnostic: Diagnostic, *, color: bool = False) -> str:
     ``<severity> [<code>]: <message>`` then optional ``at:``, ``expected:``,
     ``next:`` and ``cause:`` lines.
     """
-    severity = diagnostic.severity
+    severity: str = diagnostic.severity
     if color:
         severity = f"{_RED if severity == 'error' else _YELLOW}{severity}{_RESET}"
     lines = [f"{severity} [{diagnostic.code}]: {diagnostic.message}"]

@@ -11,11 +11,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo
-from pydantic import field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .diagnostics import DiagnosticError, Location, error
-from .jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
+from .jsondoc import (
+    DocumentParseError,
+    DocumentReadError,
+    locate_pointers,
+    parse_document,
+    read_document,
+)
 from .scenarios import MAX_TIMEOUT_MS
 from .validation import NonEmptyStr, StrictModel, validation_diagnostics
 
@@ -44,13 +57,23 @@ SCHEMA_URIS: dict[str, Literal["0.1", "0.2"]] = {
 #: Configuration file names, in no order of preference (both present is an error).
 CONFIG_FILENAMES = ("atlante.jsonc", "atlante.json")
 
+#: Trials per scenario when the budget does not say.
 DEFAULT_TRIALS = 3
+#: Most trials per scenario a budget (or ``--trials``) may ask for.
 MAX_TRIALS = 50
+#: Host-session timeout per trial when the budget does not say (ten minutes).
 DEFAULT_TIMEOUT_MS = 600_000
+#: Host sessions per run when the budget does not say.
 DEFAULT_MAX_SESSIONS = 15
+#: Per-trial token threshold when the budget does not say.
 DEFAULT_MAX_TOKENS = 400_000
+_CONFIG_DOCS = "see docs/configuration.md"
 
 HostName = Literal["opencode", "claude-code"]
+
+
+def _default_hosts() -> list[HostName]:
+    return ["opencode"]
 
 
 def _version(info: ValidationInfo) -> str:
@@ -115,9 +138,7 @@ class ProjectDocument(BaseModel):
 
     schema_uri: str = Field(alias="$schema")
     """Document schema URI (v0.1 or v0.2)."""
-    hosts: Annotated[list[HostName], Field(min_length=1)] = Field(
-        default_factory=lambda: ["opencode"]
-    )
+    hosts: Annotated[list[HostName], Field(min_length=1)] = Field(default_factory=_default_hosts)
     """Host materialization targets."""
     extends: NonEmptyStr | Annotated[list[NonEmptyStr], Field(min_length=1)] | None = None
     """Preset locator or ordered preset layers."""
@@ -224,7 +245,14 @@ def load_project(path: Path | str | None = None) -> Project:
         text = read_document(config_path, follow_symlinks=True)
     except DocumentReadError as exc:
         raise DiagnosticError(
-            [error("config-unreadable", f"the configuration {exc}", source=source)]
+            [
+                error(
+                    "config-unreadable",
+                    f"the configuration {exc}",
+                    source=source,
+                    next="save the configuration as a UTF-8 text file of at most 1 MiB",
+                )
+            ]
         ) from None
     try:
         value = parse_document(text, jsonc=jsonc)
@@ -242,7 +270,15 @@ def load_project(path: Path | str | None = None) -> Project:
         ) from None
     if not isinstance(value, dict):
         raise DiagnosticError(
-            [error("invalid-document", "the configuration must be a JSON object", source=source)]
+            [
+                error(
+                    "invalid-document",
+                    f"the configuration must be a JSON object, not {_json_kind(value)}",
+                    source=source,
+                    location=Location(line=1, column=1),
+                    next=f"wrap the configuration in {{...}}; {_CONFIG_DOCS}",
+                )
+            ]
         )
     declared = value.get("$schema")
     version = SCHEMA_URIS.get(declared) if isinstance(declared, str) else None
@@ -256,7 +292,9 @@ def load_project(path: Path | str | None = None) -> Project:
                     else "the configuration has no $schema",
                     source=source,
                     pointer="/$schema",
+                    location=_location(text, "/$schema"),
                     expected=" or ".join(SCHEMA_URIS),
+                    next='set "$schema" to one of the expected URIs',
                 )
             ]
         )
@@ -264,7 +302,14 @@ def load_project(path: Path | str | None = None) -> Project:
         document = ProjectDocument.model_validate(value, context={"schema_version": version})
     except ValidationError as exc:
         raise DiagnosticError(
-            validation_diagnostics(exc, code="invalid-document", source=source, text=text)
+            validation_diagnostics(
+                exc,
+                code="invalid-document",
+                source=source,
+                text=text,
+                value=value,
+                next_step=f"fix the value at the position shown; {_CONFIG_DOCS}",
+            )
         ) from None
     if document.eval is None:
         raise DiagnosticError(
@@ -287,6 +332,8 @@ def load_project(path: Path | str | None = None) -> Project:
                     f"{document.hosts}",
                     source=source,
                     pointer="/eval/host",
+                    location=_location(text, "/eval/host"),
+                    expected=" or ".join(f'"{host}"' for host in document.hosts),
                     next=f'add "{document.eval.host}" to "hosts", run `atlante build`, '
                     "and try again",
                 )
@@ -299,3 +346,21 @@ def load_project(path: Path | str | None = None) -> Project:
         document=document,
         text=text,
     )
+
+
+def _location(text: str, pointer: str) -> Location | None:
+    """Return the line and column of ``pointer`` in ``text``, if it is there."""
+    position = locate_pointers(text).get(pointer)
+    return Location(line=position[0], column=position[1]) if position else None
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"

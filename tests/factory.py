@@ -12,8 +12,18 @@ SCHEMA_V01 = "https://atlante.sh/schema/v0.1/schema.json"
 SCHEMA_V02 = "https://atlante.sh/schema/v0.2/schema.json"
 
 NATIVE_LAYOUT = {
-    "opencode": (".atlante/opencode-native.json", "atlante-opencode-native", ".opencode/agents", ".opencode/skills/atlante"),
-    "claude-code": (".atlante/claude-code-native.json", "atlante-claude-code-native", ".claude/agents", ".claude/skills"),
+    "opencode": (
+        ".atlante/opencode-native.json",
+        "atlante-opencode-native",
+        ".opencode/agents",
+        ".opencode/skills/atlante",
+    ),
+    "claude-code": (
+        ".atlante/claude-code-native.json",
+        "atlante-claude-code-native",
+        ".claude/agents",
+        ".claude/skills",
+    ),
 }
 
 
@@ -35,7 +45,7 @@ def scenario(
         "version": "0.1",
         "name": name,
         "task": task,
-        "checks": checks or [{"type": "file-exists", "path": "README.md"}],
+        "checks": [{"type": "file-exists", "path": "README.md"}] if checks is None else checks,
         **top,
     }
 
@@ -68,7 +78,12 @@ def write_native(
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(content)
             entries.append(
-                {"kind": kind, "id": item_id, "path": rel, "sha256": hashlib.sha256(content).hexdigest()}
+                {
+                    "kind": kind,
+                    "id": item_id,
+                    "path": rel,
+                    "sha256": hashlib.sha256(content).hexdigest(),
+                }
             )
     entries.sort(key=lambda e: e["path"])
     return write_json(root / manifest_path, {"format": fmt, "version": 1, "files": entries})
@@ -122,7 +137,10 @@ def make_pack(
 ) -> Path:
     """Install a pack under ``project/node_modules`` with an optional eval suite."""
     root = project / "node_modules" / name
-    write_json(root / "package.json", {"name": name, "version": version, "atlante": {"format": format_marker}})
+    write_json(
+        root / "package.json",
+        {"name": name, "version": version, "atlante": {"format": format_marker}},
+    )
     preset: dict[str, Any] = {"$schema": SCHEMA_V01}
     if eval_meta is not None:
         preset["eval"] = eval_meta
@@ -134,3 +152,21 @@ def make_pack(
     for doc in scenarios or []:
         write_json(root / "eval" / "scenarios" / f"{doc['name']}.eval.json", doc)
     return root
+
+
+def tree_listing(root: Path) -> dict[str, tuple[str, int, int]]:
+    """Return every path under ``root`` (no symlink followed) with its kind, size and mtime."""
+    listing: dict[str, tuple[str, int, int]] = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        kind = "link" if path.is_symlink() else "dir" if path.is_dir() else "file"
+        size = 0 if kind == "dir" else info.st_size
+        listing[path.relative_to(root).as_posix()] = (kind, size, info.st_mtime_ns)
+    return listing
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` (UTF-8), creating parent directories."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
