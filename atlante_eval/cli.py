@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
+import anyio
 import typer
 
 from ._version import __version__
 from .diagnostics import Diagnostic, DiagnosticError, error, format_diagnostic
+from .logs import LogFormat, configure_logging
+from .process import kill_all_process_groups
+from .progress import ProgressPrinter, render_summary
+from .report import RunReport
+from .runner import EvalRunError, RunControl, RunOutcome, execute_run
 from .schemas import SCHEMA_KINDS, json_schema
 from .suite import load_suite
 
@@ -92,7 +100,9 @@ def _version_callback(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version."
+        ),
     ] = False,
 ) -> None:
     """Evaluate coding-agent harnesses built by Atlante."""
@@ -215,6 +225,183 @@ def schema(
         return 0
 
     raise typer.Exit(guarded(action))
+
+
+@app.command()
+def run(
+    path: PathArg = None,
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option("--scenario", help="Run only this scenario (repeatable).", show_default=False),
+    ] = None,
+    trials: Annotated[
+        str | None,
+        typer.Option("--trials", help="Trials per scenario (1-50).", show_default=False),
+    ] = None,
+    jobs: Annotated[
+        str | None,
+        typer.Option("--jobs", "-j", help="Trials run at once (default 4).", show_default=False),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the report JSON instead of the summary.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Report base directory (default <project>/.atlante/eval).",
+            show_default=False,
+        ),
+    ] = None,
+    keep: Annotated[
+        bool,
+        typer.Option("--keep", help="Keep trial sandboxes; their paths are printed and recorded."),
+    ] = False,
+    pass_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pass-env",
+            help="Hand this environment variable to the host session (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    retry_infra: Annotated[
+        str | None,
+        typer.Option(
+            "--retry-infra",
+            help="Rerun a trial up to N times while it ends in infra-error.",
+            show_default=False,
+        ),
+    ] = None,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option("--log-format", help="Structured run logs on stderr: none, console or json."),
+    ] = "none",
+) -> None:
+    """Run every selected scenario's trials on the configured host and publish the report.
+
+    Exit status: 0 every trial passed; 1 a trial failed, timed out, exceeded its
+    budget, hit an infra-error or was skipped; 2 validation failed; 3 the run could
+    not start or finish (host unavailable, interrupted, report not written).
+    """
+    configure_logging(log_format)
+
+    def action() -> int:
+        return anyio.run(
+            _run_async,
+            _RunArgs(
+                path=path,
+                scenarios=tuple(scenario or ()),
+                trials=trials,
+                jobs=_positive_int("--jobs", jobs),
+                as_json=as_json,
+                out=out,
+                keep=keep,
+                pass_env=tuple(pass_env or ()),
+                retry_infra=_positive_int("--retry-infra", retry_infra, allow_zero=True) or 0,
+            ),
+        )
+
+    raise typer.Exit(guarded(action))
+
+
+@dataclass(frozen=True)
+class _RunArgs:
+    path: Path | None
+    scenarios: tuple[str, ...]
+    trials: str | None
+    jobs: int | None
+    as_json: bool
+    out: Path | None
+    keep: bool
+    pass_env: tuple[str, ...]
+    retry_infra: int
+
+
+def _positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> int | None:
+    if raw is None:
+        return None
+    text = raw.strip()
+    value = int(text) if text.isascii() and text.isdigit() else -1
+    if value < (0 if allow_zero else 1):
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"{flag} must be a {'non-negative' if allow_zero else 'positive'} integer, "
+                    f"got {raw}",
+                )
+            ]
+        )
+    return value
+
+
+async def _run_async(args: _RunArgs) -> int:
+    control = RunControl()
+    printer = ProgressPrinter(sys.stderr)
+    outcome: RunOutcome | None = None
+    failure: EvalRunError | None = None
+    refused: DiagnosticError | None = None
+    with printer:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_watch_signals, control, group.cancel_scope)
+            try:
+                outcome = await execute_run(
+                    args.path,
+                    scenarios=args.scenarios,
+                    trials=args.trials,
+                    jobs=args.jobs,
+                    out=args.out,
+                    keep=args.keep,
+                    pass_env=args.pass_env,
+                    retry_infra=args.retry_infra,
+                    on_event=printer,
+                    control=control,
+                )
+            except EvalRunError as exc:
+                failure = exc
+            except DiagnosticError as exc:
+                refused = exc
+            finally:
+                group.cancel_scope.cancel()
+    if refused is not None:
+        raise refused
+    if failure is not None:
+        _print_outcome(failure.report, failure.report_path, as_json=args.as_json)
+        print_diagnostics(failure.diagnostics)
+        return failure.exit_code
+    assert outcome is not None
+    _print_outcome(outcome.report, outcome.path, as_json=args.as_json)
+    return outcome.report.exit_code()
+
+
+def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool) -> None:
+    if as_json:
+        if any(t.budget_unmonitored for t in report.all_trials()):
+            typer.echo(
+                "warning: token budget unmonitored for one or more trials "
+                "(no usage events were observed)",
+                err=True,
+            )
+        sys.stdout.write(report.to_json())
+        sys.stdout.flush()
+        return
+    typer.echo(render_summary(report, report_path or Path("report.json"), color=_color(sys.stdout)))
+
+
+async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
+    """First SIGINT/SIGTERM: interrupt the run gracefully. Second: stop at once."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            if control.interrupted:
+                kill_all_process_groups()
+                os._exit(130)
+            typer.echo(
+                "interrupting: stopping trials and publishing a partial report "
+                "(press Ctrl-C again to quit at once)",
+                err=True,
+            )
+            control.interrupt()
 
 
 def _diagnostic_json(diagnostic: Diagnostic) -> dict[str, object]:

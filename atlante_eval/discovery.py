@@ -10,6 +10,7 @@ comments and trailing commas.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from .diagnostics import Diagnostic, Location, error, sort_diagnostics
 from .jsondoc import (
     DocumentParseError,
     DocumentReadError,
+    locate_pointers,
     parse_document,
     read_document,
 )
@@ -34,6 +36,9 @@ __all__ = ["GLOB_FLAGS", "Discovery", "discover_scenarios", "fixture_problem", "
 #: wcmatch flags: ``**`` spans directories, dotfiles match, braces expand.
 GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.BRACE
 _MAX_FIXTURE_DEPTH = 64
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_SCENARIO_DOCS = "see docs/scenarios.md"
+_FIXTURE_EXPECTED = "a real directory inside the root, without symlinks, .git or node_modules"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +148,19 @@ def _fixture_tree_problem(directory: Path, label: str) -> str | None:
 
 def _glob_problem(pattern: str) -> str | None:
     normalized = pattern.replace("\\", "/")
-    if normalized.startswith("/") or (len(normalized) > 1 and normalized[1] == ":"):
+    if normalized.startswith("/") or _DRIVE.match(normalized):
         return "the glob must be relative to the root, not absolute"
     if ".." in normalized.split("/"):
         return "the glob must not climb out of the root with '..'"
     return None
+
+
+def _normalize_glob(pattern: str) -> str:
+    """Use ``/`` separators and drop leading ``./`` segments."""
+    normalized = pattern.replace("\\", "/")
+    while normalized.startswith("./"):
+        normalized = normalized[2:].lstrip("/")
+    return normalized
 
 
 def discover_scenarios(
@@ -158,6 +171,7 @@ def discover_scenarios(
     source_prefix: str = "",
     glob_source: str | None = None,
     glob_pointer: str = "/eval/scenarios",
+    glob_location: Location | None = None,
 ) -> Discovery:
     """Discover and validate the scenario documents ``pattern`` selects under ``root``.
 
@@ -169,6 +183,7 @@ def discover_scenarios(
             (``<pkg>@<version>/`` for packs).
         glob_source: the file that declared the glob, for glob diagnostics.
         glob_pointer: where the glob sits in that file.
+        glob_location: line and column of the glob in that file.
     """
     problem = _glob_problem(pattern)
     if problem:
@@ -180,11 +195,13 @@ def discover_scenarios(
                     f"invalid scenario glob {pattern!r}: {problem}",
                     source=glob_source,
                     pointer=glob_pointer,
+                    location=glob_location,
                     expected="a root-relative glob such as eval/scenarios/*.eval.json*",
+                    next="write the glob relative to the root, without a leading / or '..'",
                 ),
             ),
         )
-    matches = glob_files(root, pattern.replace("\\", "/"))
+    matches = glob_files(root, _normalize_glob(pattern))
     if not matches:
         return Discovery(
             (),
@@ -194,12 +211,14 @@ def discover_scenarios(
                     f"scenario glob {pattern!r} matches no file",
                     source=glob_source,
                     pointer=glob_pointer,
-                    next="author scenario documents under the configured location, "
-                    "or fix the glob",
+                    location=glob_location,
+                    next="author scenario documents under the configured location, or fix the glob",
                 ),
             ),
         )
     diagnostics: list[Diagnostic] = []
+    first_source: dict[str, str] = {}
+    fixtures: dict[str, str | None] = {}
     by_name: dict[str, Scenario] = {}
     for relative in matches:
         source = f"{source_prefix}{relative}"
@@ -207,29 +226,34 @@ def discover_scenarios(
         diagnostics.extend(problems)
         if scenario is None:
             continue
-        earlier = by_name.get(scenario.name)
-        if earlier is not None:
+        earlier = first_source.setdefault(scenario.name, source)
+        if earlier != source:
             diagnostics.append(
                 error(
                     "duplicate-scenario-name",
-                    f'scenario name "{scenario.name}" is declared by both '
-                    f"{earlier.source} and {source}",
+                    f'scenario name "{scenario.name}" is declared by both {earlier} and {source}',
                     source=source,
                     pointer="/name",
+                    location=_location(scenario.text, "/name"),
                     next="give every scenario a unique name",
                 )
             )
             continue
-        fixture = fixture_problem(root, scenario.document.task.fixture)
-        if fixture:
+        fixture = scenario.document.task.fixture
+        if fixture not in fixtures:
+            fixtures[fixture] = fixture_problem(root, fixture)
+        problem = fixtures[fixture]
+        if problem:
             diagnostics.append(
                 error(
                     "invalid-scenario-fixture",
-                    fixture,
+                    problem,
                     source=source,
                     pointer="/task/fixture",
-                    expected="a real directory inside the root, without symlinks, "
-                    ".git or node_modules",
+                    location=_location(scenario.text, "/task/fixture"),
+                    expected=_FIXTURE_EXPECTED,
+                    next="point task.fixture at a directory of plain files and folders "
+                    "inside the root",
                 )
             )
             continue
@@ -238,12 +262,23 @@ def discover_scenarios(
     return Discovery(ordered, tuple(sort_diagnostics(diagnostics)))
 
 
+def _location(text: str, pointer: str) -> Location | None:
+    position = locate_pointers(text).get(pointer)
+    return Location(line=position[0], column=position[1]) if position else None
+
+
 def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None, list[Diagnostic]]:
     try:
         text = read_document(path)
     except DocumentReadError as exc:
         return None, [
-            error("scenario-unreadable", f"scenario document {exc}", source=source)
+            error(
+                "scenario-unreadable",
+                f"scenario document {exc}",
+                source=source,
+                next="save the scenario as a UTF-8 JSON file of at most 1 MiB, "
+                "or narrow eval.scenarios",
+            )
         ]
     try:
         value = parse_document(text, jsonc=path.name.endswith(".jsonc"))
@@ -254,11 +289,18 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
                 f"malformed {'JSONC' if path.name.endswith('.jsonc') else 'JSON'}: {exc.message}",
                 source=source,
                 location=Location(line=exc.line, column=exc.column),
+                next="fix the syntax error at the position shown",
             )
         ]
     if not isinstance(value, dict):
         return None, [
-            error("invalid-eval-scenario", "a scenario document must be a JSON object", source=source)
+            error(
+                "invalid-eval-scenario",
+                "a scenario document must be a JSON object",
+                source=source,
+                location=Location(line=1, column=1),
+                next=f"write the scenario as a JSON object; {_SCENARIO_DOCS}",
+            )
         ]
     declared = value.get("$schema")
     if declared != SCENARIO_SCHEMA_URI:
@@ -270,13 +312,20 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
                 else "the scenario document has no $schema",
                 source=source,
                 pointer="/$schema",
+                location=_location(text, "/$schema"),
                 expected=SCENARIO_SCHEMA_URI,
+                next=f'set "$schema" to "{SCENARIO_SCHEMA_URI}"',
             )
         ]
     try:
         document = ScenarioDocument.model_validate(value)
     except ValidationError as exc:
         return None, validation_diagnostics(
-            exc, code="invalid-eval-scenario", source=source, text=text
+            exc,
+            code="invalid-eval-scenario",
+            source=source,
+            text=text,
+            value=value,
+            next_step=f"fix the value at the position shown; {_SCENARIO_DOCS}",
         )
     return Scenario(document=document, source=source, path=path, origin=origin, text=text), []

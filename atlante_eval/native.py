@@ -10,7 +10,6 @@ fails with ``native-outputs-not-verified`` and "run `atlante build`" as the next
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .diagnostics import DiagnosticError, error
-from .jsondoc import DocumentReadError, read_document
+from .jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
 
 __all__ = [
     "MANIFESTS",
@@ -40,7 +39,9 @@ class _ManifestKind:
 
 #: Manifest location, format name and display name per host.
 MANIFESTS: dict[str, _ManifestKind] = {
-    "opencode": _ManifestKind(".atlante/opencode-native.json", "atlante-opencode-native", "OpenCode"),
+    "opencode": _ManifestKind(
+        ".atlante/opencode-native.json", "atlante-opencode-native", "OpenCode"
+    ),
     "claude-code": _ManifestKind(
         ".atlante/claude-code-native.json", "atlante-claude-code-native", "Claude Code"
     ),
@@ -132,7 +133,7 @@ def _validate_manifest(value: Any, kind: _ManifestKind) -> list[dict[str, str]]:
         raise _fail("the manifest must have exactly the keys format, version and files")
     if value["format"] != kind.format:
         raise _fail(f"unsupported manifest format {value['format']!r}; expected {kind.format!r}")
-    if value["version"] != 1 or isinstance(value["version"], bool):
+    if type(value["version"]) is not int or value["version"] != 1:
         raise _fail(f"unsupported manifest version {value['version']!r}; expected 1")
     files = value["files"]
     if not isinstance(files, list):
@@ -172,10 +173,15 @@ def _read_owned(root: Path, relative: str) -> bytes:
     _check_parents(root, relative)
     target = root / relative
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags |= getattr(os, "O_NONBLOCK", 0)  # a FIFO must not block the read
     try:
         fd = os.open(target, flags)
+    except FileNotFoundError as exc:
+        raise _fail(f"owned {relative} target is missing") from exc
     except OSError as exc:
-        raise _fail(f"owned {relative} target is missing or a symbolic link") from exc
+        if target.is_symlink():
+            raise _fail(f"owned {relative} target is a symbolic link") from exc
+        raise _fail(f"owned {relative} target cannot be read: {exc.strerror}") from exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -186,6 +192,8 @@ def _read_owned(root: Path, relative: str) -> bytes:
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
         return b"".join(chunks)
+    except OSError as exc:
+        raise _fail(f"owned {relative} target cannot be read: {exc.strerror}") from exc
     finally:
         os.close(fd)
 
@@ -215,9 +223,12 @@ def read_native_outputs(project_root: Path, host: str) -> NativeOutputs:
     except DocumentReadError as exc:
         raise _fail(f"ownership manifest {kind.path} {exc}") from exc
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _fail(f"ownership manifest {kind.path} is malformed JSON ({exc.msg})") from exc
+        value = parse_document(text, jsonc=False)
+    except DocumentParseError as exc:
+        raise _fail(
+            f"ownership manifest {kind.path} is malformed JSON "
+            f"({exc.message} at line {exc.line}, column {exc.column})"
+        ) from exc
     entries = _validate_manifest(value, kind)
     files = []
     for entry in entries:

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError, ValidationInfo, field_validator
 
-from .diagnostics import Diagnostic, error
+from .diagnostics import Diagnostic, Location, error
 from .discovery import discover_scenarios
 from .jsondoc import (
     DocumentParseError,
@@ -80,6 +80,10 @@ class Pack:
     root: Path
     locators: set[str] = field(default_factory=set)
     metadata: PackEvalMetadata | None = None
+    preset_name: str = "atlante.jsonc"
+    """File name of the root preset that declared ``metadata``."""
+    preset_text: str = ""
+    """Text of that root preset, for diagnostic positions."""
 
     @property
     def label(self) -> str:
@@ -127,8 +131,10 @@ def _read_package(root: Path) -> tuple[str, str] | None:
     if not isinstance(manifest, dict):
         return None
     marker = manifest.get("atlante")
-    if not isinstance(marker, dict) or marker.get("format") != 1 or isinstance(
-        marker.get("format"), bool
+    if (
+        not isinstance(marker, dict)
+        or marker.get("format") != 1
+        or isinstance(marker.get("format"), bool)
     ):
         return None
     name, version = manifest.get("name"), manifest.get("version")
@@ -202,15 +208,19 @@ def _load_metadata(pack: Pack) -> list[Diagnostic]:
     if preset is None:
         return []
     source = f"{pack.label}/{preset.name}"
+    location: Location | None = None
     try:
         text = read_document(preset, follow_symlinks=True)
         value = parse_document(text, jsonc=preset.name.endswith(".jsonc"))
     except (DocumentReadError, DocumentParseError) as exc:
+        if isinstance(exc, DocumentParseError):
+            location = Location(line=exc.line, column=exc.column)
         return [
             error(
                 "pack-eval-unreadable",
                 f"cannot read the root preset of {pack.label}",
                 source=source,
+                location=location,
                 cause=str(exc),
                 next="reinstall the pack, or remove it from extends",
             )
@@ -225,8 +235,16 @@ def _load_metadata(pack: Pack) -> list[Diagnostic]:
         )
     except ValidationError as exc:
         return validation_diagnostics(
-            exc, code="invalid-pack-eval", source=source, text=text, base_pointer=("eval",)
+            exc,
+            code="invalid-pack-eval",
+            source=source,
+            text=text,
+            base_pointer=("eval",),
+            value=value["eval"],
+            next_step=f"report it to the author of {pack.name}, or remove the pack from extends",
         )
+    pack.preset_name = preset.name
+    pack.preset_text = text
     return []
 
 
@@ -260,7 +278,8 @@ def discover_pack_suites(project: Project) -> PackSuites:
             pack.metadata.scenarios,
             origin=origin,
             source_prefix=f"{pack.label}/",
-            glob_source=f"{pack.label}/atlante.jsonc",
+            glob_source=f"{pack.label}/{pack.preset_name}",
+            glob_location=_location(pack.preset_text, "/eval/scenarios"),
         )
         diagnostics.extend(found.diagnostics)
         scenarios.extend(
@@ -291,7 +310,7 @@ def include_diagnostics(project: Project, suites: PackSuites) -> list[Diagnostic
     include = project.eval.include or []
     positions: dict[str, tuple[int, int]] = locate_pointers(project.text)
     problems: list[Diagnostic] = []
-    with_suite = {s.origin.package_name for s in suites.scenarios}
+    with_suite = {s.origin.root for s in suites.scenarios}
     for index, entry in enumerate(include):
         pointer = f"/eval/include/{index}"
         position: Any = positions.get(pointer)
@@ -306,12 +325,15 @@ def include_diagnostics(project: Project, suites: PackSuites) -> list[Diagnostic
                     f"eval.include entry {entry!r} is not a package locator",
                     expected="a package name such as @acme/review-pack, or a package preset "
                     "locator such as @acme/review-pack/strict",
+                    next="name the pack by its package name, as in extends",
                     **where,
                 )
             )
             continue
         name, sub = parsed
-        pack = suites.packs.get(name)
+        pack = suites.packs.get(name) or next(
+            (p for p in suites.packs.values() if p.name == name), None
+        )
         if pack is None or (sub is not None and entry not in pack.locators):
             problems.append(
                 error(
@@ -323,7 +345,7 @@ def include_diagnostics(project: Project, suites: PackSuites) -> list[Diagnostic
                     **where,
                 )
             )
-        elif name not in with_suite:
+        elif pack.root not in with_suite:
             problems.append(
                 error(
                     "eval-include-no-suite",
@@ -334,3 +356,8 @@ def include_diagnostics(project: Project, suites: PackSuites) -> list[Diagnostic
                 )
             )
     return problems
+
+
+def _location(text: str, pointer: str) -> Location | None:
+    position = locate_pointers(text).get(pointer) if text else None
+    return Location(line=position[0], column=position[1]) if position else None

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diagnostics import Diagnostic, DiagnosticError, error, warning
+from .diagnostics import Diagnostic, DiagnosticError, Location, error, warning
 from .discovery import discover_scenarios
+from .jsondoc import locate_pointers
 from .native import NativeOutputs, verify_native_outputs
 from .packs import discover_pack_suites, include_diagnostics, is_included
 from .project import Project, load_project
@@ -34,6 +35,11 @@ class Suite:
     warnings: tuple[Diagnostic, ...]
     discovered: tuple[Scenario, ...]
     """Every discovered scenario, before filtering and inclusion."""
+
+
+def _location(text: str, pointer: str) -> Location | None:
+    position = locate_pointers(text).get(pointer)
+    return Location(line=position[0], column=position[1]) if position else None
 
 
 def _duplicates(scenarios: Sequence[Scenario]) -> list[Diagnostic]:
@@ -83,6 +89,7 @@ def load_suite(
             config.scenarios,
             origin=Origin(kind="project", root=project.root),
             glob_source=project.source,
+            glob_location=_location(project.text, "/eval/scenarios"),
         )
         local = found.scenarios
         problems.extend(found.diagnostics)

@@ -1,0 +1,215 @@
+"""The six deterministic checks and their pass / fail / error semantics.
+
+``fail`` means the assertion is false; ``error`` means no verdict could be reached
+(a path crossing a symlink, a program that cannot start, an unreadable file).
+Every check runs, in declaration order, even after an earlier one failed.
+File checks re-check containment at check time and refuse symbolic links, so an
+agent cannot point a check at a file outside the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wcmatch import glob as wcglob
+
+from .environment import allowed_env
+from .gitops import Changes
+from .paths import UnsafePathError, resolve_no_follow
+from .process import run_process
+from .report import CheckResult, CheckVerdict
+from .sandbox import file_digest
+from .scenarios import (
+    Check,
+    CommandCheck,
+    DiffAllowlistCheck,
+    FileAbsentCheck,
+    FileContainsCheck,
+    FileExistsCheck,
+    FileUnchangedCheck,
+)
+
+__all__ = ["OUTPUT_EVIDENCE_CHARS", "CheckContext", "ignore_matcher", "run_checks"]
+
+#: Command output kept as evidence: the last 2,000 characters.
+OUTPUT_EVIDENCE_CHARS = 2000
+#: How much of each stream of a command check is searched by ``outputMatches``.
+_MATCH_BYTES = 4 * 1024 * 1024
+#: Largest file ``file-contains`` reads.
+_MAX_CONTAINS_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    """What checks need from the finished trial."""
+
+    root: Path
+    """The sandbox root."""
+    snapshot: Mapping[str, str | None]
+    """Pre-trial digests for ``file-unchanged``."""
+    changes: Changes | None
+    """Changes since the baseline, as the host left the sandbox (``None``: unknown)."""
+    changes_error: str | None = None
+    """Why ``changes`` is unknown."""
+    ignored: Callable[[str], bool] = lambda _path: False
+    """Whether a changed path is a host runtime artefact ``diff-allowlist`` ignores."""
+
+
+def ignore_matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
+    """Return a predicate matching sandbox-relative paths against wcmatch globs."""
+    if not patterns:
+        return lambda _path: False
+    matcher = wcglob.compile(list(patterns), flags=wcglob.GLOBSTAR | wcglob.DOTGLOB)
+    return lambda path: bool(matcher.match(path))
+
+
+async def _command(check: CommandCheck, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+    result = await run_process(
+        check.run,
+        cwd=ctx.root,
+        env=allowed_env(),
+        timeout_s=check.timeout_ms / 1000,
+        capture_bytes=_MATCH_BYTES,
+    )
+    if result.spawn_error:
+        return "error", {"run": check.run, "cause": result.spawn_error}
+    combined = f"{result.stdout}\n{result.stderr}"
+    evidence: dict[str, Any] = {
+        "run": check.run,
+        "exit": result.exit,
+        "expectExit": check.expect_exit,
+    }
+    if result.timed_out:
+        evidence["timedOut"] = True
+    evidence["output"] = combined.strip()[-OUTPUT_EVIDENCE_CHARS:]
+    if check.output_matches is not None:
+        evidence["outputMatches"] = check.output_matches
+    if result.timed_out or result.exit != check.expect_exit:
+        return "fail", evidence
+    if check.output_matches is not None:
+        try:
+            pattern = re.compile(check.output_matches)
+        except re.error as exc:
+            return "error", {"run": check.run, "cause": f"invalid outputMatches pattern: {exc}"}
+        if not pattern.search(combined):
+            return "fail", evidence
+    return "pass", evidence
+
+
+def _resolve(ctx: CheckContext, path: str) -> Path:
+    return resolve_no_follow(ctx.root, path)
+
+
+def _exists(ctx: CheckContext, path: str, *, expect: bool) -> tuple[CheckVerdict, dict[str, Any]]:
+    target = _resolve(ctx, path)
+    try:
+        os.lstat(target)
+        exists = True
+    except (FileNotFoundError, NotADirectoryError):
+        exists = False
+    if exists == expect:
+        return "pass", {}
+    return "fail", {"path": path, "exists": exists, "expectExists": expect}
+
+
+def _read_limited(target: Path) -> bytes:
+    fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if os.fstat(fd).st_size > _MAX_CONTAINS_BYTES:
+            raise OSError(f"file is larger than {_MAX_CONTAINS_BYTES // (1024 * 1024)} MiB")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _contains(check: FileContainsCheck, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+    target = _resolve(ctx, check.path)
+    try:
+        info = os.lstat(target)
+        regular = stat.S_ISREG(info.st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return "fail", {"path": check.path, "exists": False}
+    if not regular:
+        return "fail", {"path": check.path, "exists": True}
+    text = _read_limited(target).decode("utf-8", errors="replace")
+    if not check.regex:
+        if check.pattern in text:
+            return "pass", {}
+        return "fail", {"path": check.path, "pattern": check.pattern}
+    try:
+        pattern = re.compile(check.pattern)
+    except re.error:
+        return "error", {"path": check.path, "cause": "invalid regular expression"}
+    if pattern.search(text):
+        return "pass", {}
+    return "fail", {"path": check.path, "pattern": check.pattern, "regex": True}
+
+
+def _unchanged(check: FileUnchangedCheck, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+    if check.path not in ctx.snapshot:
+        return "error", {"path": check.path, "cause": "no baseline snapshot entry"}
+    before = ctx.snapshot[check.path]
+    current = file_digest(ctx.root, check.path)
+    if current == before:
+        return "pass", {}
+    return "fail", {"path": check.path, "baselineHash": before, "currentHash": current}
+
+
+def _allowlist(check: DiffAllowlistCheck, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+    if ctx.changes is None:
+        return "error", {"cause": ctx.changes_error or "sandbox changes are unknown"}
+    allow = list(dict.fromkeys(check.allow))
+    allowed = set(allow)
+    changed = [path for path in ctx.changes.paths if not ctx.ignored(path)]
+    unexpected = [path for path in changed if path not in allowed]
+    if not unexpected:
+        return "pass", {}
+    return "fail", {"allow": allow, "unexpected": unexpected, "changed": changed}
+
+
+async def _run_one(check: Check, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+    path = getattr(check, "path", None)
+    try:
+        if isinstance(check, CommandCheck):
+            return await _command(check, ctx)
+        if isinstance(check, FileExistsCheck):
+            return _exists(ctx, check.path, expect=True)
+        if isinstance(check, FileAbsentCheck):
+            return _exists(ctx, check.path, expect=False)
+        if isinstance(check, FileContainsCheck):
+            return _contains(check, ctx)
+        if isinstance(check, FileUnchangedCheck):
+            return _unchanged(check, ctx)
+        return _allowlist(check, ctx)
+    except UnsafePathError as exc:
+        return "error", {"path": path, "cause": str(exc)}
+    except OSError as exc:
+        return "error", {"path": path, "cause": f"could not inspect sandbox path: {exc}"}
+
+
+async def run_checks(checks: Sequence[Check], ctx: CheckContext) -> list[CheckResult]:
+    """Run every check in order and return one result per check."""
+    results = []
+    for index, check in enumerate(checks):
+        started = time.monotonic()
+        verdict, evidence = await _run_one(check, ctx)
+        results.append(
+            CheckResult(
+                index=index,
+                type=check.type,
+                verdict=verdict,
+                evidence=evidence,
+                duration_ms=int((time.monotonic() - started) * 1000),
+            )
+        )
+    return results

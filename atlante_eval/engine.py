@@ -1,0 +1,354 @@
+"""Run a plan's trials concurrently and grade them.
+
+One anyio task group owns every trial. Trials acquire a slot of a
+``CapacityLimiter`` strictly in plan order (so ``jobs=1`` reproduces the
+reference's sequential order). Each trial assembles its sandbox, takes a host
+session from the run-wide session budget, runs the host inside two cancel scopes
+(its timeout and its token budget), grades the sandbox, and is recorded at its
+plan position. A problem in one trial becomes that trial's verdict; it never
+stops the others.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+
+from .checks import CheckContext, ignore_matcher, run_checks
+from .events import ProgressEvent, TrialStarted
+from .gitops import Changes, GitError, collect_changes
+from .hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext
+from .logs import get_logger
+from .native import NativeOutputs
+from .plan import Plan, PlannedTrial
+from .report import CheckResult, TrialResult
+from .sandbox import Sandbox, SandboxError, trial_sandbox
+
+__all__ = ["Engine", "EngineOptions", "TrialHook"]
+
+log = get_logger("atlante_eval.engine")
+
+EventSink = Callable[[ProgressEvent], Awaitable[None]]
+#: Called with a finished trial and its plan position (e.g. to journal it).
+TrialHook = Callable[[PlannedTrial, TrialResult], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """How the engine runs a plan."""
+
+    jobs: int
+    keep: bool = False
+    model: str | None = None
+    pass_env: tuple[str, ...] = ()
+    retry_infra: int = 0
+
+
+class _SessionLedger:
+    """The run-wide session budget, decided in plan order whatever the concurrency.
+
+    A trial takes a session only after its sandbox is assembled; a trial whose
+    assembly fails takes none. Trial *k* is skipped exactly when the trials before
+    it in plan order took ``max_sessions`` sessions, as in a sequential run. While
+    earlier trials are still assembling, a trial waits until its fate is certain.
+    """
+
+    def __init__(self, size: int, max_sessions: int, preset: dict[int, bool]) -> None:
+        self.max = max_sessions
+        # None: undecided; True: took a session; False: took none.
+        self.took: list[bool | None] = [preset.get(i) for i in range(size)]
+        self.changed = anyio.Condition()
+
+    async def admit(self, position: int) -> bool:
+        """Wait until ``position`` is certain to get a session (True) or not (False)."""
+        async with self.changed:
+            while True:
+                before = self.took[:position]
+                taken = sum(1 for t in before if t is True)
+                if taken >= self.max:
+                    self.took[position] = False
+                    self.changed.notify_all()
+                    return False
+                undecided = sum(1 for t in before if t is None)
+                if taken + undecided < self.max:
+                    return True
+                await self.changed.wait()
+
+    async def settle(self, position: int, *, took_session: bool) -> None:
+        """Record whether ``position`` took a session."""
+        async with self.changed:
+            self.took[position] = took_session
+            self.changed.notify_all()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Engine:
+    """Runs one plan against one host."""
+
+    plan: Plan
+    host: Host
+    native: NativeOutputs
+    run_root: Path
+    options: EngineOptions
+    emit: EventSink
+    on_trial: TrialHook
+    """Records a finished trial (and announces it)."""
+    preset_sessions: dict[int, bool] = field(default_factory=dict)
+    """Plan positions already decided (resume): whether each took a session."""
+    results: dict[int, TrialResult] = field(default_factory=dict)
+    """Finished trials by plan position."""
+
+    async def run(self, positions: list[int] | None = None) -> dict[int, TrialResult]:
+        """Run the trials at ``positions`` (default: all) and return results by position."""
+        wanted = positions if positions is not None else [t.position for t in self.plan.trials]
+        ledger = _SessionLedger(
+            len(self.plan.trials),
+            self.plan.config.max_sessions,
+            {
+                **self.preset_sessions,
+                **{
+                    p: True
+                    for p in range(len(self.plan.trials))
+                    if p not in wanted and p not in self.preset_sessions
+                },
+            },
+        )
+        limiter = anyio.CapacityLimiter(max(1, self.options.jobs))
+        turns = {position: anyio.Event() for position in wanted}
+        previous: dict[int, anyio.Event | None] = {}
+        last: anyio.Event | None = None
+        for position in wanted:
+            previous[position] = last
+            last = turns[position]
+        async with anyio.create_task_group() as group:
+            for position in wanted:
+                group.start_soon(
+                    self._trial_task,
+                    self.plan.trials[position],
+                    ledger,
+                    limiter,
+                    previous[position],
+                    turns[position],
+                )
+        return self.results
+
+    async def _trial_task(
+        self,
+        planned: PlannedTrial,
+        ledger: _SessionLedger,
+        limiter: anyio.CapacityLimiter,
+        wait_for: anyio.Event | None,
+        my_turn: anyio.Event,
+    ) -> None:
+        try:
+            if wait_for is not None:
+                await wait_for.wait()
+            if not await ledger.admit(planned.position):
+                my_turn.set()
+                await self._finish(
+                    planned, TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
+                )
+                return
+            async with limiter:
+                my_turn.set()
+                result = await self._attempts(planned, ledger)
+            await self._finish(planned, result)
+        finally:
+            my_turn.set()
+
+    async def _finish(self, planned: PlannedTrial, result: TrialResult) -> None:
+        self.results[planned.position] = result
+        log.info(
+            "trial.end",
+            scenario=planned.scenario.name,
+            trial=planned.index,
+            verdict=result.verdict,
+            duration_ms=result.duration_ms,
+        )
+        await self.on_trial(planned, result)
+
+    async def _attempts(self, planned: PlannedTrial, ledger: _SessionLedger) -> TrialResult:
+        earlier: list[TrialResult] = []
+        while True:
+            result = await self._trial(planned, ledger, settle=not earlier)
+            if result.verdict != "infra-error" or len(earlier) >= self.options.retry_infra:
+                break
+            earlier.append(result)
+            log.info("trial.retry", scenario=planned.scenario.name, trial=planned.index)
+        if not earlier:
+            return result
+        from .report import TrialAttempt
+
+        attempts = [
+            TrialAttempt(verdict=r.verdict, duration_ms=r.duration_ms, error=r.error)
+            for r in earlier
+        ]
+        return result.model_copy(update={"attempts": attempts})
+
+    async def _trial(
+        self, planned: PlannedTrial, ledger: _SessionLedger, *, settle: bool
+    ) -> TrialResult:
+        scenario = planned.scenario
+        await self.emit(TrialStarted(scenario.name, planned.index))
+        log.info("trial.start", scenario=scenario.name, trial=planned.index)
+        started = time.monotonic()
+        started_at = _now()
+        took_session = False
+        try:
+            async with trial_sandbox(
+                self.run_root,
+                scenario,
+                planned.index,
+                native=self.native,
+                prepare_host=lambda root, state: self._prepare(planned, root, state),
+                keep=self.options.keep,
+            ) as sandbox:
+                if settle:
+                    took_session = True
+                    await ledger.settle(planned.position, took_session=True)
+                result = await self._session(planned, sandbox)
+        except SandboxError as exc:
+            result = TrialResult(
+                i=planned.index,
+                verdict="infra-error",
+                duration_ms=int((time.monotonic() - started) * 1000),
+                error=str(exc),
+            )
+        except Exception as exc:
+            log.exception("trial.crash", scenario=scenario.name, trial=planned.index)
+            result = TrialResult(
+                i=planned.index,
+                verdict="infra-error",
+                duration_ms=int((time.monotonic() - started) * 1000),
+                error=f"unexpected error: {type(exc).__name__}: {exc}",
+            )
+        finally:
+            if settle and not took_session:
+                with anyio.CancelScope(shield=True):
+                    await ledger.settle(planned.position, took_session=False)
+        extra: dict[str, object] = {"started_at": started_at}
+        if self.options.keep:
+            extra["sandbox"] = str(self.run_root / f"{scenario.name}-trial-{planned.index}")
+        return result.model_copy(update=extra)
+
+    def _context(self, planned: PlannedTrial, root: Path, state: Path) -> TrialContext:
+        return TrialContext(
+            scenario=planned.scenario,
+            trial=planned.index,
+            sandbox=root,
+            state_dir=state,
+            native=self.native,
+            model=self.options.model,
+            pass_env=self.options.pass_env,
+        )
+
+    def _prepare(self, planned: PlannedTrial, root: Path, state: Path) -> None:
+        try:
+            self.host.prepare(self._context(planned, root, state))
+        except HostError as exc:
+            raise SandboxError(str(exc)) from exc
+
+    async def _session(self, planned: PlannedTrial, sandbox: Sandbox) -> TrialResult:
+        config = self.plan.config
+        context = self._context(planned, sandbox.root, sandbox.state_dir)
+        budget_scope = anyio.CancelScope()
+        usage = SessionUsage(config.max_tokens, budget_scope.cancel)
+        started = time.monotonic()
+        end = SessionEnd()
+        with budget_scope, anyio.move_on_after(planned.timeout_ms / 1000) as timer:
+            try:
+                end = await self.host.run_session(context, usage)
+            except Exception as exc:  # noqa: BLE001 - a failing host is this trial's infra-error
+                end = SessionEnd(error=f"host {self.host.name} failed: {type(exc).__name__}: {exc}")
+        duration_ms = int((time.monotonic() - started) * 1000)
+        if usage.model is None and self.options.model:
+            usage.observe_model(self.options.model)
+        base: dict[str, object] = {
+            "i": planned.index,
+            "duration_ms": duration_ms,
+            "tokens": usage.tokens,
+            "cost": usage.cost,
+            "model": usage.model,
+            "host_evidence": {**usage.evidence, **end.evidence} or None,
+        }
+        if usage.exceeded:
+            return TrialResult(
+                **base,
+                verdict="budget-exceeded",
+                error=f"trial exceeded {config.max_tokens} tokens",
+            )
+        unmonitored = True if usage.tokens is None else None
+        if timer.cancelled_caught:
+            return TrialResult(
+                **base,
+                verdict="timeout",
+                budget_unmonitored=unmonitored,
+                error=f"trial exceeded {planned.timeout_ms}ms",
+            )
+        if end.error is not None:
+            return TrialResult(**base, verdict="infra-error", error=end.error)
+        return await self._grade(planned, sandbox, base, unmonitored)
+
+    async def _grade(
+        self,
+        planned: PlannedTrial,
+        sandbox: Sandbox,
+        base: dict[str, object],
+        unmonitored: bool | None,
+    ) -> TrialResult:
+        changes: Changes | None = None
+        changes_error: str | None = None
+        try:
+            changes = await collect_changes(sandbox.root, sandbox.git_dir, sandbox.baseline)
+        except GitError as exc:
+            changes_error = f"could not collect sandbox diff: {exc}"
+        context = CheckContext(
+            root=sandbox.root,
+            snapshot=sandbox.snapshot,
+            changes=changes,
+            changes_error=changes_error,
+            ignored=ignore_matcher(list(self.host.ignored_changes)),
+        )
+        checks = await run_checks(planned.scenario.document.checks, context)
+        verdict, error = _verdict(checks, changes_error)
+        return TrialResult(
+            **base,
+            verdict=verdict,
+            budget_unmonitored=unmonitored,
+            error=error,
+            checks=checks,
+            diff=changes.diff if changes is not None else None,
+            changed_files=list(changes.paths) if changes is not None else None,
+        )
+
+
+def _verdict(checks: list[CheckResult], changes_error: str | None) -> tuple[str, str | None]:
+    errored = [c for c in checks if c.verdict == "error"]
+    if errored:
+        first = errored[0]
+        cause = first.evidence.get("cause", "no verdict")
+        return "infra-error", f"check {first.index} ({first.type}) could not run: {cause}"
+    if changes_error is not None:
+        return "infra-error", changes_error
+    if all(c.verdict == "pass" for c in checks):
+        return "pass", None
+    return "fail", None
+
+
+async def call_sink(sink: Callable[[ProgressEvent], object] | None, event: ProgressEvent) -> None:
+    """Call a sync or async progress callback."""
+    if sink is None:
+        return
+    outcome = sink(event)
+    if inspect.isawaitable(outcome):
+        await outcome

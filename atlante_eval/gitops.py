@@ -1,0 +1,177 @@
+"""The trial's git baseline and the changes an agent made since it.
+
+The baseline is committed in the sandbox (so the agent works in an ordinary git
+repository, as with the reference), then the repository is copied to a *private*
+git directory next to the sandbox. Everything after the host session uses only the
+private copy (``--git-dir`` + ``--work-tree``), with hardened settings and an
+allowlisted environment: an agent that rewrites, deletes or re-commits the
+sandbox's ``.git``, sets index flags, or plants hooks, filters or an fsmonitor in
+its config cannot change what grading sees, and no planted code runs.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .environment import git_env
+from .process import ProcessResult, run_process
+
+__all__ = [
+    "DIFF_LIMIT_CHARS",
+    "Changes",
+    "GitError",
+    "collect_changes",
+    "make_baseline",
+]
+
+#: Longest diff evidence kept in a report.
+DIFF_LIMIT_CHARS = 20_000
+_GIT_TIMEOUT_S = 60.0
+_ARGV_CHUNK_BYTES = 64 * 1024
+_SHA = re.compile(r"^[0-9a-f]{40,64}$")
+
+#: Settings forced on every git call: no hooks, no fsmonitor, fixed identity, no signing.
+_HARDENING = (
+    "-c", "core.fsmonitor=false",
+    "-c", "core.quotePath=false",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.autocrlf=false",
+    "-c", "core.safecrlf=false",
+    "-c", "core.untrackedCache=false",
+    "-c", "gc.auto=0",
+    "-c", "commit.gpgsign=false",
+    "-c", "user.name=atlante-eval",
+    "-c", "user.email=atlante-eval@atlante.local",
+    "-c", "init.defaultBranch=atlante-eval",
+    "-c", "advice.addEmbeddedRepo=false",
+)  # fmt: skip
+
+
+class GitError(Exception):
+    """Raised when a git command fails; the message names the command and its stderr."""
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What changed in the sandbox since the baseline."""
+
+    paths: tuple[str, ...]
+    """Changed paths (modified, added, deleted; committed or not), sorted."""
+    diff: str
+    """The unified diff against the baseline, capped at :data:`DIFF_LIMIT_CHARS`."""
+
+
+async def _git(
+    args: Sequence[str],
+    *,
+    work_tree: Path,
+    git_dir: Path | None = None,
+    head_bytes: int | None = None,
+    tolerate: frozenset[int] = frozenset(),
+) -> ProcessResult:
+    location = ["--git-dir", str(git_dir), "--work-tree", str(work_tree)] if git_dir else []
+    argv = ["git", *_HARDENING, *location, *args]
+    result = await run_process(
+        argv,
+        cwd=work_tree,
+        env=git_env(),
+        timeout_s=_GIT_TIMEOUT_S,
+        capture_bytes=64 * 1024 if head_bytes is None else 4096,
+        stdout_head_bytes=head_bytes,
+    )
+    truncated = head_bytes is not None and result.aborted
+    ok = result.returncode == 0 or result.returncode in tolerate or truncated
+    if result.spawn_error or result.timed_out or not ok:
+        cause = result.spawn_error or (
+            "timed out" if result.timed_out else f"exit {result.returncode}"
+        )
+        tail = result.stderr.strip()[-400:]
+        raise GitError(f"git {args[0]} failed ({cause}){': ' + tail if tail else ''}")
+    return result
+
+
+async def make_baseline(sandbox: Path, private_git_dir: Path) -> str:
+    """Commit the sandbox as the baseline and keep a private copy of the repository.
+
+    Returns:
+        The baseline commit id.
+
+    Raises:
+        GitError: a git command failed or printed no commit id.
+    """
+    await _git(["init", "--quiet", "--template="], work_tree=sandbox)
+    await _git(["add", "--all", "--force"], work_tree=sandbox)
+    await _git(
+        ["commit", "--quiet", "--allow-empty", "--no-verify", "-m", "atlante-eval baseline"],
+        work_tree=sandbox,
+    )
+    head = (await _git(["rev-parse", "HEAD"], work_tree=sandbox)).stdout.strip()
+    if not _SHA.match(head):
+        raise GitError(f"git rev-parse HEAD printed no commit id: {head[:80]!r}")
+    shutil.copytree(sandbox / ".git", private_git_dir, symlinks=True)
+    return head
+
+
+def _split_nul(output: str) -> list[str]:
+    return [item for item in output.split("\0") if item]
+
+
+async def _clear_index_flags(sandbox: Path, git_dir: Path) -> None:
+    """Clear assume-unchanged and skip-worktree flags, which would hide edits."""
+    listing = await _git(["ls-files", "-v", "-z"], work_tree=sandbox, git_dir=git_dir)
+    flagged = [
+        entry[2:]
+        for entry in _split_nul(listing.stdout)
+        if len(entry) > 2 and (entry[0].islower() or entry[0] == "S")
+    ]
+    if not flagged:
+        return
+    for flag in ("--no-assume-unchanged", "--no-skip-worktree"):
+        for chunk in _chunks(flagged):
+            await _git(["update-index", flag, "--", *chunk], work_tree=sandbox, git_dir=git_dir)
+
+
+def _chunks(paths: Sequence[str]) -> list[list[str]]:
+    """Split ``paths`` into argv chunks of at most 64 KiB each."""
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for path in paths:
+        length = len(path.encode()) + 1
+        if chunks[-1] and size + length > _ARGV_CHUNK_BYTES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(path)
+        size += length
+    return [chunk for chunk in chunks if chunk]
+
+
+async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -> Changes:
+    """Return the paths changed since ``baseline`` and the capped diff evidence.
+
+    Uses only the private repository, so nothing the agent did to the sandbox's
+    own ``.git`` affects the result.
+
+    Raises:
+        GitError: a git command failed.
+    """
+    await _clear_index_flags(sandbox, private_git_dir)
+    await _git(["add", "--all", "--force"], work_tree=sandbox, git_dir=private_git_dir)
+    names = await _git(
+        ["diff", "--cached", "--no-renames", "--no-ext-diff", "--name-only", "-z", baseline],
+        work_tree=sandbox,
+        git_dir=private_git_dir,
+    )
+    patch = await _git(
+        ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-color", baseline],
+        work_tree=sandbox,
+        git_dir=private_git_dir,
+        head_bytes=DIFF_LIMIT_CHARS * 4,
+    )
+    diff = patch.stdout
+    if len(diff) > DIFF_LIMIT_CHARS or patch.aborted:
+        diff = diff[:DIFF_LIMIT_CHARS] + "\n… truncated"
+    return Changes(paths=tuple(sorted(set(_split_nul(names.stdout)))), diff=diff)

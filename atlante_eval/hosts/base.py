@@ -1,0 +1,190 @@
+"""The host seam: what the engine needs from a host, and usage accounting.
+
+A host turns one prepared sandbox and a prompt into one agent session. The engine
+owns time and budgets: it runs :meth:`Host.run_session` inside a cancel scope for
+the trial's timeout and another for its token budget, which
+:class:`SessionUsage` cancels as soon as the observed cumulative usage exceeds
+``maxTokens``. A host only streams events into :class:`SessionUsage` and reports
+how its process ended.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..native import NativeOutputs
+from ..process import ProcessResult, run_process
+from ..report import model_version_of
+from ..scenarios import Scenario
+
+__all__ = [
+    "Host",
+    "HostError",
+    "SessionEnd",
+    "SessionUsage",
+    "TrialContext",
+    "model_version_of",
+    "run_json_stream",
+]
+
+
+class HostError(Exception):
+    """Raised by :meth:`Host.prepare` when a trial's sandbox cannot be prepared.
+
+    The engine records the message as the trial's ``infra-error``.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class TrialContext:
+    """Everything a host needs for one trial."""
+
+    scenario: Scenario
+    trial: int
+    """0-based trial index."""
+    sandbox: Path
+    """The sandbox root: the agent's working directory."""
+    state_dir: Path
+    """A private directory for the host's HOME, XDG dirs, credentials and temp files."""
+    native: NativeOutputs
+    """The verified native outputs written into the sandbox."""
+    model: str | None
+    """``eval.model``, if set."""
+    pass_env: tuple[str, ...] = ()
+    """Extra parent variables the user allowed through (``--pass-env``)."""
+
+    @property
+    def prompt(self) -> str:
+        """The scenario's prompt."""
+        return self.scenario.document.task.prompt
+
+    @property
+    def agent(self) -> str | None:
+        """The scenario's agent, if any."""
+        return self.scenario.document.task.agent
+
+
+class SessionUsage:
+    """Token, cost and model identity observed while a host session streams.
+
+    ``on_exceeded`` is called once, as soon as an observed cumulative token count is
+    strictly greater than ``max_tokens``; the engine passes a cancel-scope's
+    ``cancel`` so the session ends at once.
+    """
+
+    def __init__(self, max_tokens: int, on_exceeded: Callable[[], None] | None = None) -> None:
+        self.max_tokens = max_tokens
+        self._on_exceeded = on_exceeded
+        self.tokens: int | None = None
+        self.cost: float | None = None
+        self.model: str | None = None
+        self.model_version: str | None = None
+        self.exceeded = False
+        self.evidence: dict[str, Any] = {}
+
+    def observe_tokens(self, cumulative: int) -> None:
+        """Record the session's cumulative token count so far."""
+        self.tokens = cumulative
+        if cumulative > self.max_tokens and not self.exceeded:
+            self.exceeded = True
+            if self._on_exceeded is not None:
+                self._on_exceeded()
+
+    def observe_cost(self, cumulative: float) -> None:
+        """Record the session's cumulative cost (USD) so far."""
+        self.cost = cumulative
+
+    def observe_model(self, model: str, version: str | None = None) -> None:
+        """Record the model identity, if none was recorded yet."""
+        if self.model is None:
+            self.model = model
+            self.model_version = version if version is not None else model_version_of(model)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnd:
+    """How a host session ended, as the host judged it."""
+
+    error: str | None = None
+    """``None`` when the session completed; otherwise the ``infra-error`` text."""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    """Extra facts for the trial's report entry (e.g. permission denials)."""
+
+
+@runtime_checkable
+class Host(Protocol):
+    """A coding-agent host the engine can run trials on."""
+
+    @property
+    def name(self) -> str:
+        """Host name recorded as ``meta.host``."""
+        ...
+
+    @property
+    def version(self) -> str | None:
+        """Host version found by :meth:`probe` (``None`` if unknown)."""
+        ...
+
+    @property
+    def ignored_changes(self) -> Sequence[str]:
+        """Globs of the host's own runtime artefacts that ``diff-allowlist`` ignores."""
+        ...
+
+    async def probe(self) -> None:
+        """Check the host can run (version, credentials) once per run.
+
+        Raises:
+            DiagnosticError: with a run-level code (exit 3).
+        """
+        ...
+
+    def prepare(self, context: TrialContext) -> None:
+        """Write the host's configuration and credentials for one trial.
+
+        Files written inside the sandbox become part of the baseline.
+
+        Raises:
+            HostError: the trial cannot run (e.g. a fixture file collides).
+        """
+        ...
+
+    async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
+        """Run one agent session in ``context.sandbox``, streaming usage into ``usage``.
+
+        Must be cancellable at any point: the engine cancels it for timeouts and
+        token budgets, and the host's processes must be gone when it returns.
+        """
+        ...
+
+
+async def run_json_stream(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    on_event: Callable[[dict[str, Any]], None],
+    stdin: bytes | None = None,
+    capture_bytes: int = 64 * 1024,
+) -> ProcessResult:
+    """Run a host process and hand each JSON-object line of its stdout to ``on_event``.
+
+    Lines that are not JSON objects are ignored. Errors inside ``on_event`` are not
+    swallowed.
+    """
+
+    def on_line(line: str) -> bool:
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            return False
+        if isinstance(event, dict):
+            on_event(event)
+        return False
+
+    return await run_process(
+        argv, cwd=cwd, env=env, stdin=stdin, on_line=on_line, capture_bytes=capture_bytes
+    )

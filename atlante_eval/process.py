@@ -1,0 +1,376 @@
+"""Run one subprocess safely: no shell, its own process group, bounded output.
+
+:func:`run_process` is the only way this package starts a program (hosts, setup,
+command checks, git). The child gets a new session, so the whole process group can
+be signalled. Output is read as it streams, line by line for stdout, and only a
+bounded tail of each stream is kept, so a program that prints gigabytes cannot
+exhaust memory. On timeout, abort or cancellation the group is ended in order:
+SIGTERM, a grace period, SIGKILL, then the pipes are drained for a bounded time,
+so a program that ignores SIGTERM or leaves grandchildren holding its pipes
+cannot hang the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+__all__ = [
+    "DEFAULT_GRACE_S",
+    "MAX_LINE_BYTES",
+    "HeadBuffer",
+    "ProcessResult",
+    "TailBuffer",
+    "kill_all_process_groups",
+    "run_process",
+]
+
+#: Time between SIGTERM and SIGKILL when a process group is ended.
+DEFAULT_GRACE_S = 5.0
+#: Longest stdout line handed to a line callback; longer lines are dropped.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: How long to wait for pipes to close once the process itself has exited.
+_DRAIN_S = 2.0
+_CHUNK = 64 * 1024
+
+
+class _LiveGroups:
+    """Process groups started by :func:`run_process` that are still alive.
+
+    The one piece of process-wide state in this package: a second Ctrl-C must
+    kill every host process group at once, without waiting for the engine.
+    """
+
+    def __init__(self) -> None:
+        self.pids: set[int] = set()
+
+    def kill_all(self) -> None:
+        for pid in list(self.pids):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+_LIVE = _LiveGroups()
+
+
+def kill_all_process_groups() -> None:
+    """SIGKILL every process group this process started and has not reaped yet."""
+    _LIVE.kill_all()
+
+
+class TailBuffer:
+    """Keep the last ``limit`` bytes written to it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self.total = 0
+
+    def write(self, data: bytes) -> None:
+        """Append ``data``, dropping the oldest bytes beyond the limit."""
+        if not data or self.limit <= 0:
+            self.total += len(data)
+            return
+        self.total += len(data)
+        self._chunks.append(data[-self.limit :])
+        self._size += min(len(data), self.limit)
+        while self._size - len(self._chunks[0]) >= self.limit:
+            self._size -= len(self._chunks.pop(0))
+
+    def value(self) -> bytes:
+        """The kept bytes (at most ``limit``)."""
+        data = b"".join(self._chunks)
+        return data[-self.limit :] if self.limit > 0 else b""
+
+    def text(self) -> str:
+        """The kept bytes decoded as UTF-8 (invalid bytes replaced)."""
+        return self.value().decode("utf-8", errors="replace")
+
+
+class HeadBuffer(TailBuffer):
+    """Keep the first ``limit`` bytes written to it; ``full`` once more arrived."""
+
+    def write(self, data: bytes) -> None:
+        """Append what still fits of ``data``."""
+        self.total += len(data)
+        room = self.limit - self._size
+        if room > 0:
+            kept = data[:room]
+            self._chunks.append(kept)
+            self._size += len(kept)
+
+    @property
+    def full(self) -> bool:
+        """Whether more than ``limit`` bytes were written."""
+        return self.total > self.limit
+
+    def value(self) -> bytes:
+        """The first bytes (at most ``limit``)."""
+        return b"".join(self._chunks)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    """How a subprocess ended and the tails of its output."""
+
+    returncode: int | None
+    """Exit status; negative for a signal (as :mod:`subprocess`); ``None`` if it never ran."""
+    timed_out: bool
+    """The timeout expired before the process exited."""
+    aborted: bool
+    """The line callback asked to stop the process."""
+    stdout: str
+    """The last ``capture_bytes`` of stdout."""
+    stderr: str
+    """The last ``capture_bytes`` of stderr."""
+    spawn_error: str | None
+    """Why the program could not be started (e.g. not found)."""
+    duration_ms: int
+    """Wall time from spawn to exit."""
+    stdout_bytes: int = 0
+    """Total bytes the process wrote to stdout."""
+
+    @property
+    def exit(self) -> int | None:
+        """The exit code, or ``None`` when the process ended by a signal or never ran."""
+        if self.returncode is None or self.returncode < 0:
+            return None
+        return self.returncode
+
+    @property
+    def signal_name(self) -> str | None:
+        """Name of the signal that ended the process, if one did."""
+        if self.returncode is None or self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
+
+def _signal_group(process: Process, sig: signal.Signals) -> None:
+    """Send ``sig`` to the process group led by ``process`` (or to it alone)."""
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(sig)
+
+
+async def _end_group(process: Process, grace_s: float) -> None:
+    """SIGTERM the group, wait ``grace_s``, then SIGKILL it, and reap the leader."""
+    if process.returncode is None:
+        _signal_group(process, signal.SIGTERM)
+        with anyio.move_on_after(grace_s):
+            await process.wait()
+    _signal_group(process, signal.SIGKILL)
+    with anyio.move_on_after(grace_s):
+        await process.wait()
+
+
+async def _pump_lines(
+    stream: ByteReceiveStream,
+    tail: TailBuffer,
+    on_line: Callable[[str], bool] | None,
+    abort: anyio.Event,
+) -> None:
+    pending = bytearray()
+    skipping = False
+    async for chunk in stream:
+        tail.write(chunk)
+        if isinstance(tail, HeadBuffer) and tail.full:
+            abort.set()
+        if on_line is None or abort.is_set():
+            continue
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            if newline < 0:
+                if not skipping:
+                    pending += chunk[start:]
+                    if len(pending) > MAX_LINE_BYTES:
+                        pending.clear()
+                        skipping = True
+                break
+            if not skipping:
+                pending += chunk[start:newline]
+                if _deliver(bytes(pending), on_line):
+                    abort.set()
+            pending.clear()
+            skipping = False
+            start = newline + 1
+            if abort.is_set():
+                break
+    tail_line = bool(pending) and on_line is not None and not skipping and not abort.is_set()
+    if tail_line and on_line is not None and _deliver(bytes(pending), on_line):
+        abort.set()
+
+
+def _deliver(line: bytes, on_line: Callable[[str], bool]) -> bool:
+    text = line.decode("utf-8", errors="replace").strip()
+    return bool(text) and on_line(text)
+
+
+async def _pump(stream: ByteReceiveStream, tail: TailBuffer) -> None:
+    async for chunk in stream:
+        tail.write(chunk)
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float | None = None,
+    stdin: bytes | None = None,
+    on_line: Callable[[str], bool] | None = None,
+    capture_bytes: int = 64 * 1024,
+    stdout_head_bytes: int | None = None,
+    grace_s: float = DEFAULT_GRACE_S,
+) -> ProcessResult:
+    """Run ``argv`` without a shell in its own process group and wait for it.
+
+    Args:
+        argv: program and arguments.
+        cwd: working directory.
+        env: the complete environment of the child.
+        timeout_s: wall-clock limit; on expiry the group is ended and
+            ``timed_out`` is set. ``None`` waits forever (or until cancelled).
+        stdin: bytes written to the child's stdin, which is then closed; ``None``
+            connects stdin to /dev/null.
+        on_line: called with each non-empty stdout line (decoded, stripped); a
+            true return value ends the group and sets ``aborted``.
+        capture_bytes: how much of the end of stdout and stderr to keep.
+        stdout_head_bytes: keep the *first* bytes of stdout instead, and end the
+            process (``aborted``) once more than this many arrived.
+        grace_s: time between SIGTERM and SIGKILL.
+
+    Cancellation of the caller ends the process group the same way (shielded) and
+    re-raises the cancellation.
+    """
+    started = time.monotonic()
+    stdout_tail: TailBuffer = (
+        HeadBuffer(stdout_head_bytes)
+        if stdout_head_bytes is not None
+        else TailBuffer(capture_bytes)
+    )
+    stderr_tail = TailBuffer(capture_bytes)
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return ProcessResult(
+            returncode=None,
+            timed_out=False,
+            aborted=False,
+            stdout="",
+            stderr="",
+            spawn_error=f"{exc.strerror or exc}: {argv[0]}",
+            duration_ms=_elapsed_ms(started),
+        )
+    _LIVE.pids.add(process.pid)
+    abort = anyio.Event()
+    done = (anyio.Event(), anyio.Event())
+    timed_out = False
+    finished_ms: int | None = None
+    try:
+        async with anyio.create_task_group() as readers:
+            assert process.stdout is not None
+            assert process.stderr is not None
+            readers.start_soon(
+                _signal_when_done, _pump_lines(process.stdout, stdout_tail, on_line, abort), done[0]
+            )
+            readers.start_soon(_signal_when_done, _pump(process.stderr, stderr_tail), done[1])
+            if stdin is not None:
+                readers.start_soon(_feed, process, stdin)
+            with anyio.move_on_after(math.inf if timeout_s is None else timeout_s) as timer:
+                await _first_of(process.wait(), abort.wait())
+            timed_out = timer.cancelled_caught and process.returncode is None
+            finished_ms = _elapsed_ms(started)
+            if process.returncode is None:
+                with anyio.CancelScope(shield=True):
+                    await _end_group(process, grace_s)
+            with anyio.move_on_after(_DRAIN_S):
+                await done[0].wait()
+                await done[1].wait()
+            _signal_group(process, signal.SIGKILL)
+            readers.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                await _end_group(process, grace_s)
+            _signal_group(process, signal.SIGKILL)
+            await _close(process)
+            _LIVE.pids.discard(process.pid)
+    return ProcessResult(
+        returncode=process.returncode,
+        timed_out=timed_out,
+        aborted=abort.is_set(),
+        stdout=stdout_tail.text(),
+        stderr=stderr_tail.text(),
+        spawn_error=None,
+        duration_ms=finished_ms if finished_ms is not None else _elapsed_ms(started),
+        stdout_bytes=stdout_tail.total,
+    )
+
+
+async def _signal_when_done(work: Awaitable[None], done: anyio.Event) -> None:
+    try:
+        await work
+    finally:
+        done.set()
+
+
+async def _first_of(*awaitables: Awaitable[object]) -> None:
+    """Return as soon as any of ``awaitables`` completes; cancel the others."""
+    async with anyio.create_task_group() as group:
+
+        async def _one(awaitable: Awaitable[object]) -> None:
+            await awaitable
+            group.cancel_scope.cancel()
+
+        for awaitable in awaitables:
+            group.start_soon(_one, awaitable)
+
+
+async def _feed(process: Process, data: bytes) -> None:
+    assert process.stdin is not None
+    try:
+        await process.stdin.send(data)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await process.stdin.aclose()
+
+
+async def _close(process: Process) -> None:
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await stream.aclose()
+    with anyio.move_on_after(DEFAULT_GRACE_S):
+        await process.wait()
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

@@ -1,0 +1,189 @@
+"""Terminal rendering of a run: progress lines on stderr, the summary on stdout.
+
+With one job, progress lines are the reference's (``== name``, ``trial 0
+running...``, ``trial 0: pass (98ms)``, ``name: 1/1 trials passed``). With
+parallel trials every line is prefixed with its scenario name. On an interactive
+stderr a live status line (done/total, running, pass/fail, elapsed) stays at the
+bottom, and lines are grey; piped output or a non-empty ``NO_COLOR`` gives plain
+lines.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import IO
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from .events import (
+    DiagnosticNotice,
+    ProgressEvent,
+    RunFinished,
+    RunStarted,
+    ScenarioFinished,
+    ScenarioStarted,
+    TrialFinished,
+    TrialStarted,
+)
+from .report import RunReport, TrialResult
+
+__all__ = ["ProgressPrinter", "format_duration", "render_summary", "use_color"]
+
+_GREY = "\x1b[90m"
+_YELLOW = "\x1b[33m"
+_GREEN = "\x1b[32m"
+_RESET = "\x1b[0m"
+
+
+def use_color(stream: IO[str]) -> bool:
+    """Colour only an interactive stream, and only when ``NO_COLOR`` is unset or empty."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def format_duration(ms: int) -> str:
+    """``<n>ms`` under ten seconds, else seconds with one decimal."""
+    if ms < 10_000:
+        return f"{ms}ms"
+    return f"{ms / 1000:.1f}s"
+
+
+def trial_detail(result: TrialResult) -> str:
+    """``98.5s · $0.0123 · 9860 tokens`` for a trial-end line."""
+    parts = [format_duration(result.duration_ms)]
+    if result.cost is not None:
+        parts.append(f"${result.cost:.4f}")
+    if result.tokens is not None:
+        parts.append(f"{result.tokens} tokens")
+    return " · ".join(parts)
+
+
+class ProgressPrinter:
+    """Turns progress events into stderr lines and an optional live status line."""
+
+    def __init__(self, stream: IO[str], *, live: bool | None = None) -> None:
+        self.stream = stream
+        self.color = use_color(stream)
+        self.live_enabled = self.color if live is None else live
+        self.parallel = False
+        self.total = 0
+        self.running: set[tuple[str, int]] = set()
+        self.verdicts: Counter[str] = Counter()
+        self.started = time.monotonic()
+        self._live: Live | None = None
+        self._console: Console | None = None
+
+    def __enter__(self) -> ProgressPrinter:
+        if self.live_enabled:
+            self._console = Console(file=self.stream, highlight=False, soft_wrap=True)
+            self._live = Live(
+                self._status(), console=self._console, transient=True, auto_refresh=True
+            )
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def _line(self, text: str) -> None:
+        if self._console is not None:
+            self._console.print(Text.from_ansi(f"{_GREY}{text}{_RESET}"))
+        else:
+            rendered = f"{_GREY}{text}{_RESET}" if self.color else text
+            self.stream.write(rendered + "\n")
+            self.stream.flush()
+        if self._live is not None:
+            self._live.update(self._status())
+
+    def _status(self) -> Text:
+        done = sum(self.verdicts.values())
+        elapsed = int(time.monotonic() - self.started)
+        others = done - self.verdicts["pass"] - self.verdicts["fail"]
+        return Text(
+            f"{done}/{self.total} done · {len(self.running)} running · "
+            f"{self.verdicts['pass']} pass · {self.verdicts['fail']} fail · {others} other · "
+            f"{elapsed // 60}:{elapsed % 60:02d}"
+        )
+
+    def __call__(self, event: ProgressEvent) -> None:
+        """Render one event."""
+        prefix = ""
+        if isinstance(event, TrialStarted | TrialFinished) and self.parallel:
+            prefix = f"{event.scenario} "
+        if isinstance(event, DiagnosticNotice):
+            from .diagnostics import format_diagnostic
+
+            self._line(format_diagnostic(event.diagnostic))
+        elif isinstance(event, RunStarted):
+            self.total = event.total
+            self.parallel = event.jobs > 1
+        elif isinstance(event, ScenarioStarted):
+            if not self.parallel:
+                self._line(f"== {event.scenario}")
+        elif isinstance(event, TrialStarted):
+            self.running.add((event.scenario, event.trial))
+            self._line(f"{prefix}trial {event.trial} running...")
+        elif isinstance(event, TrialFinished):
+            self.running.discard((event.scenario, event.trial))
+            self.verdicts[event.result.verdict] += 1
+            self._line(
+                f"{prefix}trial {event.trial}: {event.result.verdict} "
+                f"({trial_detail(event.result)})"
+            )
+        elif isinstance(event, ScenarioFinished):
+            stats = event.result.stats
+            executed = stats.executed if stats else len(event.result.trials)
+            passed = stats.passed if stats else 0
+            if executed == 0:
+                self._line(f"{event.scenario}: no trials executed")
+            else:
+                self._line(f"{event.scenario}: {passed}/{executed} trials passed")
+        elif isinstance(event, RunFinished) and self._live is not None:
+            self._live.update(self._status())
+
+
+def render_summary(report: RunReport, report_path: Path, *, color: bool) -> str:
+    """The human summary printed on stdout after a run."""
+
+    def paint(code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if color else text
+
+    lines = [f"eval {report.run_id}", f"host {report.meta.host} · model {report.meta.model}"]
+    if any(t.budget_unmonitored for t in report.all_trials()):
+        lines.append(
+            f"{paint(_YELLOW, 'warning:')} token budget unmonitored for one or more trials "
+            "(no usage events were observed)"
+        )
+    for name, result in report.scenarios.items():
+        lines.append("")
+        lines.append(
+            f"{name}: pass {round(result.pass_rate * 100)}% · "
+            f"mean {format_duration(result.mean_duration_ms)} · "
+            f"p95 {format_duration(result.spread.duration_p95_ms)}"
+        )
+    totals = report.meta.totals
+    if totals is not None and totals.trials:
+        counts = " · ".join(f"{verdict} {count}" for verdict, count in totals.verdicts.items())
+        lines.append("")
+        lines.append(f"trials {totals.trials} · {counts}")
+        if totals.tokens or totals.cost:
+            lines.append(f"tokens {totals.tokens} · cost ${totals.cost:.4f}")
+    if report.meta.run_root:
+        lines.append("")
+        lines.append(f"sandboxes kept in {report.meta.run_root}")
+    lines.append("")
+    try:
+        shown = os.path.relpath(report_path)
+    except ValueError:
+        shown = str(report_path)
+    lines.append(f"{paint(_GREEN, 'report')} {paint(_GREY, shown)}")
+    return "\n".join(lines)

@@ -1,0 +1,194 @@
+"""Run ids and report publication: fresh directories, atomic writes, no symlinks.
+
+The default location is ``<project>/.atlante/eval/<runId>/report.json`` (and
+``eval/`` is added to ``<project>/.atlante/.gitignore``); ``--out DIR`` replaces
+``<project>/.atlante/eval``. A run directory is reserved with a non-recursive
+``mkdir`` (a collision re-rolls the id), and every file is written to a temporary
+name, flushed to disk, then linked into place, so a crash never leaves a
+half-written report and nothing existing is ever overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from datetime import datetime
+from pathlib import Path
+
+from .diagnostics import DiagnosticError, error
+
+__all__ = [
+    "PublishError",
+    "atomic_write",
+    "check_no_symlinks",
+    "ensure_gitignore",
+    "new_run_id",
+    "reserve_run_dir",
+]
+
+_RUN_ID_ATTEMPTS = 8
+
+
+class PublishError(Exception):
+    """Raised when a report location is unsafe or cannot be written."""
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Return ``YYYY-MM-DDTHH-MM-SS-xxxx`` (local time, 4 random hex digits)."""
+    moment = now or datetime.now()
+    return f"{moment:%Y-%m-%dT%H-%M-%S}-{secrets.randbelow(0xFFFF):04x}"
+
+
+def check_no_symlinks(path: Path) -> None:
+    """Refuse ``path`` if its deepest existing ancestor, or any part of it, is a symlink.
+
+    Raises:
+        PublishError: a component is a symbolic link or not a directory.
+    """
+    absolute = path.absolute()
+    existing = absolute
+    while not os.path.lexists(existing) and existing.parent != existing:
+        existing = existing.parent
+    try:
+        info = os.lstat(existing)
+    except OSError as exc:
+        raise PublishError(f"cannot inspect {existing}: {exc.strerror}") from exc
+    if stat.S_ISLNK(info.st_mode):
+        raise PublishError(f"report output path traverses a symbolic link: {existing}")
+    if existing != absolute and not stat.S_ISDIR(info.st_mode):
+        raise PublishError(f"report output path is not a directory: {existing}")
+
+
+def _mkdirs(path: Path) -> None:
+    """Create ``path`` and missing parents one by one, refusing symlinks at every step."""
+    absolute = path.absolute()
+    missing = []
+    current = absolute
+    while not os.path.lexists(current):
+        missing.append(current)
+        current = current.parent
+    check_no_symlinks(current)
+    if os.path.lexists(absolute) and not absolute.is_dir():
+        raise PublishError(f"report output path is not a directory: {absolute}")
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir()
+        check_no_symlinks(directory)
+    check_no_symlinks(absolute)
+    if not absolute.is_dir():
+        raise PublishError(f"report output path is not a directory: {absolute}")
+
+
+def reserve_run_dir(base: Path, run_id: str) -> tuple[str, Path]:
+    """Create ``base`` if needed and reserve a fresh ``base/<run id>`` directory.
+
+    Returns:
+        The run id actually used (re-rolled on collision) and the directory.
+
+    Raises:
+        PublishError: unsafe or unwritable location, or no free id in 8 attempts.
+    """
+    try:
+        _mkdirs(base)
+        for _ in range(_RUN_ID_ATTEMPTS):
+            candidate = base / run_id
+            try:
+                candidate.mkdir()
+            except FileExistsError:
+                run_id = new_run_id()
+                continue
+            check_no_symlinks(candidate)
+            return run_id, candidate
+    except OSError as exc:
+        raise PublishError(f"cannot create {base}: {exc.strerror or exc}") from exc
+    raise PublishError(f"could not allocate a fresh eval run id under {_RUN_ID_ATTEMPTS} attempts")
+
+
+def atomic_write(path: Path, data: bytes, *, replace: bool = False) -> None:
+    """Write ``data`` to ``path`` through a flushed temporary file.
+
+    With ``replace=False`` the final name is created exclusively: an existing file
+    is never overwritten.
+
+    Raises:
+        PublishError: the directory is unsafe or the write failed.
+    """
+    check_no_symlinks(path.parent)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(temporary, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if replace:
+            os.replace(temporary, path)
+        else:
+            os.link(temporary, path)
+            os.unlink(temporary)
+        _fsync_dir(path.parent)
+    except FileExistsError as exc:
+        _discard(temporary)
+        raise PublishError(f"refusing to overwrite {path}") from exc
+    except OSError as exc:
+        _discard(temporary)
+        raise PublishError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def ensure_gitignore(atlante_dir: Path) -> None:
+    """Make sure ``<project>/.atlante/.gitignore`` has an ``eval/`` line.
+
+    Raises:
+        PublishError: the file or its directory is unsafe or cannot be written.
+    """
+    path = atlante_dir / ".gitignore"
+    if os.path.islink(path):
+        raise PublishError(f"report output path traverses a symbolic link: {path}")
+    try:
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PublishError(f"cannot read {path}: {exc}") from exc
+    if any(line.strip() == "eval/" for line in current.splitlines()):
+        return
+    prefix = current if not current or current.endswith("\n") else current + "\n"
+    atomic_write(path, (prefix + "eval/\n").encode("utf-8"), replace=True)
+
+
+def publish_error(location: Path, exc: Exception) -> DiagnosticError:
+    """The ``eval-report-failed`` diagnostic for a failed publication (exit 3)."""
+    return DiagnosticError(
+        [
+            error(
+                "eval-report-failed",
+                f"could not publish the report: {exc}",
+                source=str(location),
+                cause=str(exc),
+                next="choose a writable report location (--out) and try again",
+            )
+        ]
+    )

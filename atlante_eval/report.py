@@ -1,0 +1,293 @@
+"""The run report: versioned pydantic models in the reference's JSON shape.
+
+Field names and order follow the reference ``atlante eval`` report (``runId``,
+``meta``, ``scenarios``; per scenario ``trials``, ``passRate``, ``meanDurationMs``,
+``spread.durationP95Ms``; per trial ``i``, ``verdict``, ``durationMs``, ...).
+Everything beyond the reference is *additive*: new keys, never renamed ones
+(see docs/report.md). Absent optional values are omitted from the JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "REPORT_FORMAT_VERSION",
+    "CheckResult",
+    "CheckVerdict",
+    "Meta",
+    "MetaConfig",
+    "OriginInfo",
+    "RunReport",
+    "ScenarioResult",
+    "ScenarioStatistics",
+    "Spread",
+    "Totals",
+    "TrialAttempt",
+    "TrialResult",
+    "Verdict",
+    "model_version_of",
+]
+
+#: Version of the additive report fields written by this engine.
+REPORT_FORMAT_VERSION = 1
+
+Verdict = Literal["pass", "fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"]
+CheckVerdict = Literal["pass", "fail", "error"]
+
+
+def model_version_of(model: str) -> str:
+    """Return the part of ``provider/model#variant`` after the first ``/``, without ``#...``."""
+    version = model.split("/", 1)[1] if "/" in model else model
+    return version.split("#", 1)[0]
+
+
+class _ReportModel(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+        ser_json_inf_nan="null",
+    )
+
+
+class CheckResult(_ReportModel):
+    """One check's outcome and its evidence."""
+
+    index: int
+    """Position of the check in the scenario document (0-based)."""
+    type: str
+    """Check type."""
+    verdict: CheckVerdict
+    """``pass``, ``fail`` (assertion false) or ``error`` (no verdict possible)."""
+    evidence: dict[str, Any]
+    """What the check saw (empty on pass for file checks)."""
+    duration_ms: int | None = None
+    """Time the check took (additive)."""
+
+
+class TrialAttempt(_ReportModel):
+    """An earlier attempt of a trial that ended in ``infra-error`` and was retried."""
+
+    verdict: Verdict
+    """Verdict of that attempt (always ``infra-error``)."""
+    duration_ms: int
+    """Duration of that attempt."""
+    error: str | None = None
+    """Its error text."""
+
+
+class TrialResult(_ReportModel):
+    """One trial of one scenario."""
+
+    i: int
+    """0-based trial index."""
+    verdict: Verdict
+    """The trial's verdict."""
+    duration_ms: int
+    """Host-session wall time (assembly time for an assembly failure; 0 when skipped)."""
+    tokens: int | None = None
+    """Cumulative tokens the host reported."""
+    cost: float | None = None
+    """Cost in USD the host reported."""
+    budget_unmonitored: Literal[True] | None = None
+    """Set when the host emitted no usage, so ``maxTokens`` could not be enforced."""
+    error: str | None = None
+    """Infrastructure, timeout or budget detail."""
+    checks: list[CheckResult] | None = None
+    """Check outcomes (only when the host session completed)."""
+    diff: str | None = None
+    """Diff against the baseline, capped at 20,000 characters."""
+    model: str | None = None
+    """Model the host reported for this trial (additive)."""
+    changed_files: list[str] | None = None
+    """Paths the agent changed (additive)."""
+    host_evidence: dict[str, Any] | None = None
+    """Host facts worth keeping, e.g. permission denials (additive)."""
+    sandbox: str | None = None
+    """Where the trial's sandbox was kept (``--keep``; additive)."""
+    started_at: str | None = None
+    """UTC start time (additive)."""
+    attempts: list[TrialAttempt] | None = None
+    """Earlier infra-error attempts, with ``--retry-infra`` (additive)."""
+    reused: bool | None = None
+    """Reused from an earlier run with ``--resume`` (additive)."""
+
+
+class Spread(_ReportModel):
+    """Spread of trial durations."""
+
+    duration_p95_ms: int
+    """Nearest-rank 95th percentile of executed trials' durations."""
+
+
+class ScenarioStatistics(_ReportModel):
+    """Statistics of one scenario's trials (additive; see docs/statistics.md)."""
+
+    executed: int
+    """Trials that ran (all but ``skipped-budget``)."""
+    graded: int
+    """Executed trials minus infra-errors: the denominator of ``passRateGraded``."""
+    passed: int
+    """Trials with verdict ``pass``."""
+    infra_errors: int
+    """Trials with verdict ``infra-error``."""
+    skipped: int
+    """Trials with verdict ``skipped-budget``."""
+    pass_rate_graded: float
+    """``passed / graded`` (0 when nothing was graded)."""
+    wilson95: tuple[float, float]
+    """95% Wilson score interval of ``passRateGraded``."""
+    pass_at_k: dict[str, float]
+    """Unbiased pass@k for k = 1..graded."""
+    pass_hat_k: dict[str, float]
+    """pass^k (all k trials pass) for k = 1..graded."""
+    stability: Literal["stable-pass", "stable-fail", "flaky"] | None
+    """Stability class over graded trials (``None`` when none was graded)."""
+    tokens_mean: float | None = None
+    """Mean tokens over trials that reported usage."""
+    tokens_p95: float | None = None
+    """Nearest-rank p95 of tokens over trials that reported usage."""
+    cost_mean: float | None = None
+    """Mean cost over trials that reported cost."""
+    cost_p95: float | None = None
+    """Nearest-rank p95 of cost over trials that reported cost."""
+    cost_per_pass: float | None = None
+    """Total cost divided by passing trials (``None`` when none passed or no cost)."""
+
+
+class OriginInfo(_ReportModel):
+    """Where a scenario came from."""
+
+    kind: Literal["project", "package"]
+    """``project`` or ``package``."""
+    package_name: str | None = None
+    """Pack package name."""
+    package_version: str | None = None
+    """Pack package version."""
+
+
+class ScenarioResult(_ReportModel):
+    """One scenario's trials and statistics."""
+
+    trials: list[TrialResult]
+    """Trials in index order."""
+    pass_rate: float
+    """``pass`` trials / executed trials (0 when none executed)."""
+    mean_duration_ms: int
+    """Rounded mean duration of executed trials."""
+    spread: Spread
+    """Duration spread."""
+    source: str | None = None
+    """Scenario document path (additive)."""
+    origin: OriginInfo | None = None
+    """Scenario origin (additive)."""
+    fingerprint: str | None = None
+    """Digest of the scenario document and fixture (additive)."""
+    stats: ScenarioStatistics | None = None
+    """Statistics (additive)."""
+    tokens: int | None = None
+    """Total tokens over all trials (additive)."""
+    cost: float | None = None
+    """Total cost over all trials (additive)."""
+    description: str | None = None
+    """The scenario's description."""
+
+
+class MetaConfig(_ReportModel):
+    """The resolved run budget."""
+
+    trials: int
+    """Trials per scenario."""
+    timeout_ms: int
+    """Host-session timeout per trial."""
+    max_sessions: int
+    """Host sessions per run."""
+    max_tokens: int
+    """Token threshold per trial."""
+    setup_timeout_ms: int
+    """Fixed setup timeout."""
+    check_timeout_default_ms: int
+    """Default command-check timeout."""
+
+
+class Totals(_ReportModel):
+    """Run-wide totals (additive)."""
+
+    trials: int
+    """Trials in the report."""
+    verdicts: dict[str, int]
+    """Count of trials per verdict."""
+    tokens: int
+    """Sum of reported tokens."""
+    cost: float
+    """Sum of reported cost."""
+
+
+class Meta(_ReportModel):
+    """Run metadata."""
+
+    atlante: str
+    """Version of the engine that wrote the report."""
+    host: str
+    """Host name."""
+    model: str
+    """Model (``unknown`` when neither configured nor reported)."""
+    model_version: str
+    """Model version (``unknown`` unless reported)."""
+    config: MetaConfig
+    """Resolved budget."""
+    engine: str = "atlante-eval"
+    """The engine that wrote the report (additive)."""
+    format_version: int = REPORT_FORMAT_VERSION
+    """Version of the additive fields (additive)."""
+    host_version: str | None = None
+    """Host CLI version (additive)."""
+    started_at: str | None = None
+    """UTC start time, ISO 8601 (additive)."""
+    ended_at: str | None = None
+    """UTC end time, ISO 8601 (additive)."""
+    wall_time_ms: int | None = None
+    """Total wall time of the run (additive)."""
+    jobs: int | None = None
+    """Trials run concurrently (additive)."""
+    manifest_digest: str | None = None
+    """SHA-256 of the native-output manifest: the harness revision (additive)."""
+    plan_digest: str | None = None
+    """Digest of the trial plan, used to check shards and resumes (additive)."""
+    shard: str | None = None
+    """``I/N`` when this report is one shard of a plan (additive)."""
+    totals: Totals | None = None
+    """Run totals (additive)."""
+    run_root: str | None = None
+    """Kept run root with ``--keep`` (additive)."""
+    interrupted: bool | None = None
+    """Set when the run was interrupted or failed part-way (additive)."""
+
+
+class RunReport(_ReportModel):
+    """A run report (``report.json``)."""
+
+    run_id: str
+    """``YYYY-MM-DDTHH-MM-SS-xxxx``."""
+    meta: Meta
+    """Run metadata."""
+    scenarios: dict[str, ScenarioResult] = Field(default_factory=dict)
+    """Per-scenario results, keyed by name in sorted order."""
+
+    def to_json(self) -> str:
+        """Serialise as the report file: 2-space JSON with a trailing newline."""
+        return self.model_dump_json(by_alias=True, exclude_none=True, indent=2) + "\n"
+
+    def all_trials(self) -> list[TrialResult]:
+        """Every trial, scenario by scenario."""
+        return [trial for result in self.scenarios.values() for trial in result.trials]
+
+    def exit_code(self) -> int:
+        """0 when every trial passed (vacuously for none), else 1."""
+        return 0 if all(t.verdict == "pass" for t in self.all_trials()) else 1

@@ -1,0 +1,103 @@
+"""Assemble trial results into scenario results and a run report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from .report import (
+    Meta,
+    OriginInfo,
+    RunReport,
+    ScenarioResult,
+    ScenarioStatistics,
+    Spread,
+    Totals,
+    TrialResult,
+    model_version_of,
+)
+from .scenarios import Scenario
+from .stats import scenario_statistics
+
+__all__ = ["build_meta_model", "finalize", "scenario_result", "totals"]
+
+
+def scenario_result(
+    scenario: Scenario, trials: Sequence[TrialResult], *, fingerprint: str | None = None
+) -> ScenarioResult:
+    """Summarise one scenario's trials (in index order) with the reference's statistics."""
+    ordered = sorted(trials, key=lambda t: t.i)
+    stats = scenario_statistics(
+        [t.verdict for t in ordered],
+        durations=[t.duration_ms for t in ordered],
+        tokens=[t.tokens for t in ordered],
+        costs=[t.cost for t in ordered],
+    )
+    origin = scenario.origin
+    reported_tokens = [t.tokens for t in ordered if t.tokens is not None]
+    reported_costs = [t.cost for t in ordered if t.cost is not None]
+    return ScenarioResult(
+        trials=list(ordered),
+        pass_rate=stats.pass_rate,
+        mean_duration_ms=stats.mean_duration_ms,
+        spread=Spread(duration_p95_ms=stats.duration_p95_ms),
+        source=scenario.source,
+        origin=OriginInfo(
+            kind=origin.kind,
+            package_name=origin.package_name,
+            package_version=origin.package_version,
+        ),
+        fingerprint=fingerprint,
+        stats=ScenarioStatistics(
+            executed=stats.executed,
+            graded=stats.graded,
+            passed=stats.passed,
+            infra_errors=stats.infra_errors,
+            skipped=stats.skipped,
+            pass_rate_graded=stats.pass_rate_graded,
+            wilson95=stats.wilson_interval,
+            pass_at_k={str(k): v for k, v in stats.pass_at_k.items()},
+            pass_hat_k={str(k): v for k, v in stats.pass_hat_k.items()},
+            stability=stats.stability,
+            tokens_mean=stats.mean_tokens,
+            tokens_p95=stats.tokens_p95,
+            cost_mean=stats.mean_cost,
+            cost_p95=stats.cost_p95,
+            cost_per_pass=stats.cost_per_pass,
+        ),
+        tokens=sum(reported_tokens) if reported_tokens else None,
+        cost=round(sum(reported_costs), 10) if reported_costs else None,
+        description=scenario.document.description,
+    )
+
+
+def totals(scenarios: dict[str, ScenarioResult]) -> Totals:
+    """Run-wide trial, verdict, token and cost totals."""
+    trials = [t for result in scenarios.values() for t in result.trials]
+    return Totals(
+        trials=len(trials),
+        verdicts=dict(sorted(Counter(t.verdict for t in trials).items())),
+        tokens=sum(t.tokens or 0 for t in trials),
+        cost=round(sum(t.cost or 0.0 for t in trials), 10),
+    )
+
+
+def build_meta_model(meta: Meta, scenarios: dict[str, ScenarioResult]) -> Meta:
+    """Fill ``meta.model``/``modelVersion`` from the first scenario (sorted) with a model.
+
+    Within a scenario, the first trial (by index) that reported a model decides.
+    """
+    for name in sorted(scenarios):
+        for trial in scenarios[name].trials:
+            if trial.model:
+                return meta.model_copy(
+                    update={"model": trial.model, "model_version": model_version_of(trial.model)}
+                )
+    return meta
+
+
+def finalize(report: RunReport) -> RunReport:
+    """Return ``report`` with its totals and model identity filled in."""
+    meta = build_meta_model(report.meta, report.scenarios)
+    meta = meta.model_copy(update={"totals": totals(report.scenarios)})
+    return report.model_copy(update={"meta": meta})

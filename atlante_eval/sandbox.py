@@ -1,0 +1,285 @@
+"""One trial's disposable sandbox, from fixture copy to cleanup.
+
+Layout (all under a run root ``<tmp>/atlante-eval-XXXXXX``)::
+
+    <scenario>-trial-<i>/
+        project/       the sandbox root: the agent's working directory
+        state/         the host's private HOME, XDG dirs, credentials, temp files
+        baseline.git/  private copy of the baseline repository (grading only)
+
+:func:`trial_sandbox` assembles the sandbox in the reference's order (fixture
+copy, native outputs, host integration, setup, ``file-unchanged`` snapshot, git
+baseline) and always removes it afterwards (unless ``keep``), even when the trial
+is cancelled.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from .gitops import GitError, make_baseline
+from .native import NativeOutputs
+from .paths import FORBIDDEN_SEGMENTS, UnsafePathError, resolve_no_follow, split_segments
+from .process import run_process
+from .scenarios import SETUP_TIMEOUT_MS, FileUnchangedCheck, Scenario
+
+__all__ = [
+    "Sandbox",
+    "SandboxError",
+    "copy_fixture",
+    "create_run_root",
+    "file_digest",
+    "remove_tree",
+    "trial_sandbox",
+    "write_native_outputs",
+]
+
+_COPY_CHUNK = 1 << 20
+
+
+class SandboxError(Exception):
+    """Raised while assembling a sandbox; the trial becomes ``infra-error`` with this text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """An assembled trial sandbox."""
+
+    trial_dir: Path
+    root: Path
+    """The sandbox root (agent's working directory)."""
+    state_dir: Path
+    git_dir: Path
+    """Private baseline repository."""
+    baseline: str
+    """Baseline commit id."""
+    snapshot: Mapping[str, str | None]
+    """SHA-256 of each ``file-unchanged`` path before the trial (``None``: not a file)."""
+
+
+def create_run_root() -> Path:
+    """Create the run root ``<tmp>/atlante-eval-XXXXXX``."""
+    return Path(tempfile.mkdtemp(prefix="atlante-eval-"))
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` recursively, even where an agent made directories read-only."""
+
+    def on_error(func: Callable[..., object], failed: str, _exc: object) -> None:
+        try:
+            parent = os.path.dirname(failed)
+            os.chmod(parent, stat.S_IRWXU)
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                os.chmod(failed, stat.S_IRWXU)
+            func(failed)
+        except OSError:
+            pass
+
+    if path.is_symlink():
+        path.unlink(missing_ok=True)
+    elif path.exists():
+        shutil.rmtree(path, onerror=on_error)
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        src = os.open(source, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SandboxError(f"fixture contains a symbolic link: {source.name}") from exc
+        raise SandboxError(f"cannot read fixture file {source}: {exc.strerror}") from exc
+    try:
+        info = os.fstat(src)
+        if not stat.S_ISREG(info.st_mode):
+            return
+        dst = os.open(
+            target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, info.st_mode & 0o777
+        )
+        try:
+            while chunk := os.read(src, _COPY_CHUNK):
+                os.write(dst, chunk)
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def copy_fixture(fixture: Path, target: Path) -> None:
+    """Copy the fixture directory tree into ``target`` (which must not exist).
+
+    Raises:
+        SandboxError: the fixture is missing, not a real directory, or contains a
+            symbolic link, ``.git`` or ``node_modules``.
+    """
+    try:
+        info = os.lstat(fixture)
+    except OSError as exc:
+        raise SandboxError(f"fixture does not exist: {fixture}") from exc
+    if stat.S_ISLNK(info.st_mode):
+        raise SandboxError("fixture must not be a symbolic link")
+    if not stat.S_ISDIR(info.st_mode):
+        raise SandboxError("fixture is not a directory")
+    target.mkdir()
+    stack = [(fixture, target)]
+    while stack:
+        source_dir, target_dir = stack.pop()
+        try:
+            entries = list(os.scandir(source_dir))
+        except OSError as exc:
+            raise SandboxError(f"cannot read fixture directory {source_dir}: {exc}") from exc
+        for entry in entries:
+            if entry.name in FORBIDDEN_SEGMENTS:
+                raise SandboxError(f"fixture contains a forbidden entry: {entry.name}")
+            if entry.is_symlink():
+                raise SandboxError(f"fixture contains a symbolic link: {entry.name}")
+            destination = target_dir / entry.name
+            if entry.is_dir(follow_symlinks=False):
+                destination.mkdir()
+                stack.append((Path(entry.path), destination))
+            elif entry.is_file(follow_symlinks=False):
+                _copy_file(Path(entry.path), destination)
+
+
+def write_native_outputs(native: NativeOutputs, root: Path) -> None:
+    """Write each verified native file at its manifest path with exclusive create.
+
+    Raises:
+        SandboxError: a fixture file already sits at a native path, or a path
+            component is a symbolic link.
+    """
+    for item in native.files:
+        try:
+            target = resolve_no_follow(root, item.path)
+        except UnsafePathError as exc:
+            raise SandboxError(f"cannot write native output {item.path}: {exc}") from exc
+        current = root
+        for part in split_segments(item.path)[:-1]:
+            current = current / part
+            if not current.exists():
+                current.mkdir()
+        try:
+            with open(target, "xb") as handle:
+                handle.write(item.content)
+        except FileExistsError:
+            raise SandboxError(
+                f"fixture file collides with a verified native output at {item.path}; "
+                "rename or remove it in the fixture"
+            ) from None
+        except OSError as exc:
+            raise SandboxError(f"cannot write native output {item.path}: {exc.strerror}") from exc
+
+
+def file_digest(root: Path, relative: str) -> str | None:
+    """SHA-256 of a regular file at ``relative``; ``None`` if missing or not a regular file.
+
+    Raises:
+        UnsafePathError: the path escapes the root or crosses a symbolic link.
+        OSError: the file exists but cannot be read.
+    """
+    path = resolve_no_follow(root, relative)
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        while chunk := os.read(fd, _COPY_CHUNK):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
+
+
+def _snapshot(root: Path, scenario: Scenario) -> dict[str, str | None]:
+    snapshot: dict[str, str | None] = {}
+    for check in scenario.document.checks:
+        if isinstance(check, FileUnchangedCheck):
+            try:
+                snapshot[check.path] = file_digest(root, check.path)
+            except (UnsafePathError, OSError):
+                snapshot[check.path] = None
+    return snapshot
+
+
+async def _run_setup(argv: list[str], root: Path) -> None:
+    result = await run_process(
+        argv, cwd=root, env=dict(os.environ), timeout_s=SETUP_TIMEOUT_MS / 1000
+    )
+    if result.timed_out:
+        raise SandboxError(f"setup timed out after {SETUP_TIMEOUT_MS}ms")
+    if result.spawn_error:
+        raise SandboxError(f"setup failed: {result.spawn_error}")
+    if result.returncode != 0:
+        status = f"exit {result.returncode}" if result.exit is not None else result.signal_name
+        tail = result.stderr.strip()[-400:]
+        raise SandboxError(f"setup failed: {status}{': ' + tail if tail else ''}")
+
+
+@asynccontextmanager
+async def trial_sandbox(
+    run_root: Path,
+    scenario: Scenario,
+    trial: int,
+    *,
+    native: NativeOutputs,
+    prepare_host: Callable[[Path, Path], None],
+    keep: bool = False,
+) -> AsyncIterator[Sandbox]:
+    """Assemble a trial's sandbox, yield it, and remove it afterwards.
+
+    Args:
+        run_root: the run's root directory.
+        scenario: the scenario being run.
+        trial: 0-based trial index.
+        native: verified native outputs to write into the sandbox.
+        prepare_host: writes the host's configuration; called with the sandbox root
+            and the state directory, before setup. May raise ``HostError``.
+        keep: leave the trial directory in place.
+
+    Raises:
+        SandboxError: assembly failed (the trial is an ``infra-error``).
+    """
+    trial_dir = run_root / f"{scenario.name}-trial-{trial}"
+    root = trial_dir / "project"
+    state = trial_dir / "state"
+    git_dir = trial_dir / "baseline.git"
+    try:
+        trial_dir.mkdir()
+        state.mkdir()
+        await anyio.to_thread.run_sync(copy_fixture, scenario.fixture_path, root)
+        write_native_outputs(native, root)
+        prepare_host(root, state)
+        if scenario.document.task.setup:
+            await _run_setup(list(scenario.document.task.setup), root)
+        snapshot = _snapshot(root, scenario)
+        try:
+            baseline = await make_baseline(root, git_dir)
+        except GitError as exc:
+            raise SandboxError(str(exc)) from exc
+        yield Sandbox(
+            trial_dir=trial_dir,
+            root=root,
+            state_dir=state,
+            git_dir=git_dir,
+            baseline=baseline,
+            snapshot=snapshot,
+        )
+    finally:
+        if not keep:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(remove_tree, trial_dir)

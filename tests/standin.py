@@ -1,0 +1,81 @@
+"""A Host that drives tests/standin_host.py through the engine's real host seam."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from atlante_eval.environment import allowed_env
+from atlante_eval.hosts.base import SessionEnd, SessionUsage, TrialContext, run_json_stream
+
+SCRIPT = Path(__file__).with_name("standin_host.py")
+
+
+def actions(*steps: dict[str, Any]) -> str:
+    """Return a prompt that makes the stand-in host perform ``steps``."""
+    return json.dumps({"actions": list(steps)})
+
+
+class StandinHost:
+    """Runs the stand-in host executable; parses its OpenCode-like events."""
+
+    name = "standin"
+    version: str | None = "1.0.0"
+    ignored_changes: Sequence[str] = (".standin/runtime/**",)
+
+    def __init__(self, *, config_file: bool = True) -> None:
+        self.config_file = config_file
+        self.sessions = 0
+        self.prepared: list[Path] = []
+
+    async def probe(self) -> None:
+        """Nothing to probe: the stand-in is always available."""
+
+    def prepare(self, context: TrialContext) -> None:
+        """Write a small host config into the sandbox (part of the baseline)."""
+        self.prepared.append(context.sandbox)
+        if self.config_file:
+            config = context.sandbox / ".standin" / "config.json"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(json.dumps({"agent": context.agent}), encoding="utf-8")
+
+    async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
+        """Run the stand-in executable with the prompt on stdin."""
+        self.sessions += 1
+        home = context.state_dir / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        env = {**allowed_env(extra=context.pass_env), "HOME": str(home)}
+        total = 0
+        cost = 0.0
+
+        def on_event(event: dict[str, Any]) -> None:
+            nonlocal total, cost
+            if isinstance(event.get("model"), str):
+                usage.observe_model(event["model"])
+            part = event.get("part")
+            if event.get("type") == "step_finish" and isinstance(part, dict):
+                tokens = part.get("tokens", {})
+                if isinstance(tokens, dict) and isinstance(tokens.get("total"), int):
+                    total += tokens["total"]
+                    usage.observe_tokens(total)
+                if isinstance(part.get("cost"), int | float):
+                    cost += float(part["cost"])
+                    usage.observe_cost(cost)
+
+        result = await run_json_stream(
+            [sys.executable, str(SCRIPT)],
+            cwd=context.sandbox,
+            env=env,
+            on_event=on_event,
+            stdin=context.prompt.encode(),
+        )
+        if result.spawn_error:
+            return SessionEnd(error=f"could not run the standin host: {result.spawn_error}")
+        if result.returncode != 0:
+            status = result.exit if result.exit is not None else result.signal_name
+            tail = result.stderr.strip()[-2000:] or "no stderr output"
+            return SessionEnd(error=f"standin run exited {status}: {tail}")
+        return SessionEnd()

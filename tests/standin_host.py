@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""A stand-in coding-agent host: reads a script of actions on stdin and performs them.
+
+The prompt *is* the script: a JSON object ``{"actions": [...]}`` (anything else is
+treated as ``{"actions": []}``). It prints JSON events in an OpenCode-like stream
+format (``step_finish`` with ``part.tokens.total`` and ``part.cost``) so the engine's
+streaming, budgets and grading can be tested with a real subprocess.
+
+Actions (each a one-key object, or with extra keys as noted):
+  {"write": PATH, "content": TEXT}      write a file (parents created)
+  {"append": PATH, "content": TEXT}     append to a file
+  {"delete": PATH}                      remove a file or directory tree
+  {"mkdir": PATH}
+  {"symlink": PATH, "target": TARGET}   create a symbolic link
+  {"chmod": PATH, "mode": INT}
+  {"run": [ARGV...]}                    run a program (no shell) in the sandbox
+  {"sleep": SECONDS}
+  {"usage": TOKENS, "cost": USD}        print a step_finish event (adds to the total)
+  {"model": "provider/model"}           print an event naming the model
+  {"event": OBJECT}                     print OBJECT as one JSON line
+  {"print": TEXT} / {"stderr": TEXT}    raw line to stdout / stderr
+  {"flood": BYTES, "newlines": BOOL}    print BYTES bytes (no newline unless asked)
+  {"invalid_utf8": COUNT}               print invalid UTF-8 bytes and a newline
+  {"ignore_sigterm": true}
+  {"grandchild": SECONDS}               fork a child that sleeps holding stdout open
+  {"close_stdout": true}                close stdout and keep running
+  {"signal": "SIGKILL"}                 kill itself with a signal
+  {"env_dump": PATH}                    write the environment as JSON to PATH
+  {"exit": CODE}                        exit now with CODE
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def emit(event: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    raw = sys.stdin.read()
+    try:
+        script = json.loads(raw)
+    except ValueError:
+        script = {}
+    actions = script.get("actions", []) if isinstance(script, dict) else []
+    emit({"type": "step_start"})
+    for action in actions:
+        code = perform(action)
+        if code is not None:
+            return code
+    emit({"type": "text", "part": {"text": "done"}})
+    return 0
+
+
+def perform(action: dict[str, object]) -> int | None:  # noqa: C901, PLR0911, PLR0912 - a dispatcher
+    if "write" in action:
+        path = Path(str(action["write"]))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(str(action.get("content", "")), encoding="utf-8")
+    elif "append" in action:
+        with open(str(action["append"]), "a", encoding="utf-8") as handle:
+            handle.write(str(action.get("content", "")))
+    elif "delete" in action:
+        path = Path(str(action["delete"]))
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    elif "mkdir" in action:
+        Path(str(action["mkdir"])).mkdir(parents=True, exist_ok=True)
+    elif "symlink" in action:
+        os.symlink(str(action["target"]), str(action["symlink"]))
+    elif "chmod" in action:
+        os.chmod(str(action["chmod"]), int(action["mode"]))  # type: ignore[call-overload]
+    elif "run" in action:
+        subprocess.run([str(a) for a in action["run"]], check=False)  # type: ignore[attr-defined]  # noqa: S603
+    elif "sleep" in action:
+        time.sleep(float(action["sleep"]))  # type: ignore[arg-type]
+    elif "usage" in action:
+        emit(
+            {
+                "type": "step_finish",
+                "part": {"tokens": {"total": action["usage"]}, "cost": action.get("cost", 0)},
+            }
+        )
+    elif "model" in action:
+        emit({"type": "step_start", "model": action["model"]})
+    elif "event" in action:
+        emit(action["event"])  # type: ignore[arg-type]
+    elif "print" in action:
+        sys.stdout.write(str(action["print"]) + "\n")
+        sys.stdout.flush()
+    elif "stderr" in action:
+        sys.stderr.write(str(action["stderr"]) + "\n")
+        sys.stderr.flush()
+    elif "flood" in action:
+        flood(int(action["flood"]), newlines=bool(action.get("newlines")))  # type: ignore[call-overload]
+    elif "invalid_utf8" in action:
+        sys.stdout.buffer.write(b"\xff\xfe\xfd" * int(action["invalid_utf8"]) + b"\n")  # type: ignore[call-overload]
+        sys.stdout.flush()
+    elif "ignore_sigterm" in action:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    elif "grandchild" in action:
+        if os.fork() == 0:
+            time.sleep(float(action["grandchild"]))  # type: ignore[arg-type]
+            os._exit(0)
+    elif "close_stdout" in action:
+        sys.stdout.flush()
+        os.close(1)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    elif "signal" in action:
+        os.kill(os.getpid(), getattr(signal, str(action["signal"])))
+        time.sleep(5)
+    elif "env_dump" in action:
+        Path(str(action["env_dump"])).write_text(json.dumps(dict(os.environ)), encoding="utf-8")
+    elif "exit" in action:
+        sys.stdout.flush()
+        return int(action["exit"])  # type: ignore[call-overload]
+    return None
+
+
+def flood(count: int, *, newlines: bool) -> None:
+    chunk = (b"x" * 1023 + b"\n") if newlines else b"x" * 1024
+    out = sys.stdout.buffer
+    remaining = count
+    while remaining > 0:
+        piece = chunk[: min(len(chunk), remaining)]
+        out.write(piece)
+        remaining -= len(piece)
+    out.write(b"\n")
+    out.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
