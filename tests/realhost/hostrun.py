@@ -99,8 +99,20 @@ def isolated_env(root: Path, extra: Mapping[str, str]) -> dict[str, str]:
     return {**env, **extra}
 
 
+def proxy_trap_env(mock: MockModelServer) -> dict[str, str]:
+    """Make ``mock`` the HTTP(S) proxy for every host but loopback.
+
+    A client that honours the proxy variables (both CLIs and npm do) then sends any
+    request meant for another host to the mock, which logs it as kind ``proxy`` and
+    refuses it: the way to see traffic that would otherwise leave the machine.
+    """
+    local = "127.0.0.1,localhost,::1"
+    proxies = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
+    return {**dict.fromkeys(proxies, mock.url), "NO_PROXY": local, "no_proxy": local}
+
+
 def claude_env(root: Path, mock: MockModelServer, **extra: str) -> dict[str, str]:
-    """Return an isolated environment that points Claude Code at ``mock``."""
+    """Return an isolated environment that points Claude Code at ``mock`` (and its proxy trap)."""
     config_dir = root / "home" / ".claude"
     config_dir.mkdir(parents=True, exist_ok=True)
     tmp = root / "tmp"
@@ -111,6 +123,7 @@ def claude_env(root: Path, mock: MockModelServer, **extra: str) -> dict[str, str
             "ANTHROPIC_API_KEY": "test",
             "CLAUDE_CONFIG_DIR": str(config_dir),
             "CLAUDE_CODE_TMPDIR": str(tmp),
+            **proxy_trap_env(mock),
             **CLAUDE_OFFLINE_ENV,
             **extra,
         },
@@ -167,10 +180,16 @@ def opencode_config(
     }
 
 
-def opencode_env(root: Path, config: Mapping[str, Any], **extra: str) -> dict[str, str]:
-    """Return an isolated environment that hands OpenCode ``config`` inline."""
-    content = {"OPENCODE_CONFIG_CONTENT": json.dumps(config)}
-    return isolated_env(root, {**content, **OPENCODE_OFFLINE_ENV, **extra})
+def opencode_env(
+    root: Path, mock: MockModelServer, config: Mapping[str, Any] | None = None, **extra: str
+) -> dict[str, str]:
+    """Return an isolated environment that hands OpenCode ``config`` inline.
+
+    ``config`` defaults to :func:`opencode_config` for ``mock``; the proxy trap is set.
+    """
+    content = json.dumps(opencode_config(mock) if config is None else config)
+    base = {"OPENCODE_CONFIG_CONTENT": content, **proxy_trap_env(mock)}
+    return isolated_env(root, {**base, **OPENCODE_OFFLINE_ENV, **extra})
 
 
 def opencode_argv(bin_dir: Path, *flags: str) -> list[str]:

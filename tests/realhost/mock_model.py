@@ -59,9 +59,11 @@ __all__ = [
     "WriteFile",
 ]
 
-RequestKind = Literal["main", "side", "count_tokens", "models", "unknown"]
+RequestKind = Literal["main", "side", "count_tokens", "models", "proxy", "unknown"]
 """``main``: a scripted model call (tools offered); ``side``: a model call without tools
-(OpenCode's title request); ``unknown``: a path the mock does not serve (answered 404)."""
+(OpenCode's title request); ``proxy``: a request meant for another host, which reached
+the mock because a client used it as its HTTP(S) proxy (answered 403); ``unknown``: a
+path the mock does not serve (answered 404)."""
 
 SIDE_REPLY = "Mock title"
 """The default answer to model calls that offer no tools."""
@@ -240,7 +242,8 @@ class MockModelServer:
         split = urlsplit(target)
         base = RequestRecord(
             method=method,
-            path=split.path,
+            # A proxied request names another host ("host:443", "http://host/..."): keep it whole.
+            path=split.path if target.startswith("/") else target,
             query=parse_qs(split.query),
             headers=dict(headers),
             body=_decode(raw),
@@ -261,6 +264,10 @@ class MockModelServer:
         self._stopping.wait(seconds)
 
     def _dispatch(self, rec: RequestRecord) -> tuple[Response, RequestRecord, float]:
+        if rec.method == "CONNECT" or not rec.path.startswith("/"):
+            answer = {"error": {"type": "forbidden", "message": "mock: no traffic leaves"}}
+            response = json_response(403, answer, {"connection": "close"})
+            return response, _replace(rec, kind="proxy", status=403), 0.0
         path, body, is_post = rec.path.rstrip("/"), rec.body, rec.method == "POST"
         if is_post and path == "/v1/messages" and isinstance(body, dict):
             return self._model_call(rec, wire_anthropic.parse(body))
@@ -398,6 +405,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def do_DELETE(self) -> None:
+        self._serve()
+
+    def do_CONNECT(self) -> None:
         self._serve()
 
     def do_HEAD(self) -> None:

@@ -298,3 +298,22 @@ def test_stop_closes_idle_keep_alive_connections() -> None:
         assert time.monotonic() - start < 5
     finally:
         conn.close()
+
+
+def test_proxied_requests_are_refused_and_logged(mock: MockModelServer) -> None:
+    """CONNECT and absolute-URI requests (the mock used as a proxy) get 403, kind ``proxy``."""
+    with socket.create_connection(("127.0.0.1", mock.port), timeout=10) as sock:
+        sock.sendall(b"CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n")
+        assert sock.recv(100).startswith(b"HTTP/1.1 403")
+    conn = http.client.HTTPConnection("127.0.0.1", mock.port, timeout=10)
+    try:
+        conn.request("GET", "http://example.com/telemetry")
+        response = conn.getresponse()
+        assert response.status == 403
+        response.read()
+    finally:
+        conn.close()
+    assert [(r.kind, r.method, r.path) for r in mock.requests] == [
+        ("proxy", "CONNECT", "example.com:443"),
+        ("proxy", "GET", "http://example.com/telemetry"),
+    ]

@@ -18,7 +18,6 @@ from .hostrun import (
     claude_env,
     isolated_env,
     opencode_argv,
-    opencode_config,
     opencode_env,
     run_host,
     trust_workspace,
@@ -72,7 +71,11 @@ def sandbox(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def assert_only_expected(requests: Sequence[RequestRecord], path: str) -> None:
-    """Assert that every request the mock saw was a model call on ``path`` it answered."""
+    """Assert that every request the mock saw was a model call on ``path`` it answered.
+
+    The hosts run with the mock as their HTTP(S) proxy, so a request to any other host
+    would be logged here too (kind ``proxy``) and fail this check.
+    """
     assert requests, "the mock saw no request"
     for record in requests:
         assert (record.method, record.path, record.kind) in {
@@ -95,6 +98,7 @@ def run_claude(
     env = claude_env(root, mock)
     assert env["ANTHROPIC_BASE_URL"] == mock.url
     assert CLAUDE_OFFLINE_ENV.items() <= env.items()
+    assert env["HTTPS_PROXY"] == mock.url
     run = run_host(claude_argv(bin_dir, *flags), cwd=work, env=env, prompt=prompt)
     return run, work
 
@@ -180,6 +184,26 @@ def test_claude_project_settings_apply_in_a_trusted_workspace(
     assert (work / "t.txt").read_text() == "trusted"
 
 
+def test_proxy_trap_catches_traffic_when_claude_may_go_online(
+    real_hosts: Path, mock_model: MockModelServer, tmp_path: Path
+) -> None:
+    """Without the offline switches Claude Code reaches for other hosts, and the trap logs it.
+
+    This shows that the no-other-traffic checks above are not vacuous.
+    """
+    mock_model.add(Script("online", [Reply("hi")]))
+    root, work = sandbox(tmp_path)
+    env = claude_env(root, mock_model)
+    for name in CLAUDE_OFFLINE_ENV:
+        del env[name]
+    run = run_host(claude_argv(real_hosts), cwd=work, env=env, prompt="[script:online]")
+
+    assert run.returncode == 0, run.stderr
+    trapped = [r for r in mock_model.requests if r.kind == "proxy"]
+    assert trapped, "expected Claude Code to try another host"
+    assert all(r.method == "CONNECT" and r.status == 403 for r in trapped)
+
+
 def test_concurrent_claude_conversations_follow_their_own_scripts(
     real_hosts: Path, mock_model: MockModelServer, tmp_path: Path
 ) -> None:
@@ -213,8 +237,9 @@ def run_opencode(
 ) -> tuple[HostRun, Path]:
     """Run OpenCode once on ``prompt`` (stdin) in a fresh sandbox; return the run and its cwd."""
     root, work = sandbox(tmp_path)
-    env = opencode_env(root, opencode_config(mock))
+    env = opencode_env(root, mock)
     assert OPENCODE_OFFLINE_ENV.items() <= env.items()
+    assert env["HTTPS_PROXY"] == mock.url
     assert mock.openai_base_url in env["OPENCODE_CONFIG_CONTENT"]
     run = run_host(opencode_argv(bin_dir), cwd=work, env=env, prompt=prompt)
     return run, work
