@@ -134,17 +134,26 @@ def make_pack(
     scenarios: list[dict[str, Any]] | None = None,
     fixtures: dict[str, dict[str, str]] | None = None,
     format_marker: Any = 1,
+    preset_schema: str = SCHEMA_V01,
+    preset_name: str = "atlante.jsonc",
+    presets: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
-    """Install a pack under ``project/node_modules`` with an optional eval suite."""
+    """Install a pack under ``project/node_modules`` with an optional eval suite.
+
+    ``presets`` maps sub-paths (``strict``) to extra preset documents written as
+    ``<sub>/atlante.jsonc``; ``preset_name`` names the root preset file.
+    """
     root = project / "node_modules" / name
     write_json(
         root / "package.json",
         {"name": name, "version": version, "atlante": {"format": format_marker}},
     )
-    preset: dict[str, Any] = {"$schema": SCHEMA_V01}
+    preset: dict[str, Any] = {"$schema": preset_schema}
     if eval_meta is not None:
         preset["eval"] = eval_meta
-    write_json(root / "atlante.jsonc", preset)
+    write_json(root / preset_name, preset)
+    for sub, document in (presets or {}).items():
+        write_json(root / sub / "atlante.jsonc", {"$schema": preset_schema, **document})
     for fixture, files in (fixtures or {"eval/fixtures/pack-app": {"README.md": "pack\n"}}).items():
         for rel, text in files.items():
             (root / fixture / rel).parent.mkdir(parents=True, exist_ok=True)
