@@ -411,3 +411,18 @@ def test_names_are_unique_across_local_and_pack_suites(tmp_path: Path) -> None:
     assert diagnostic.code == "duplicate-scenario-name"
     assert f"{PACK}@1.0.0/eval/scenarios/basic.eval.json" in diagnostic.message
     assert "eval/scenarios/basic.eval.json" in diagnostic.message
+
+
+@pytest.mark.parametrize("include", [PACK, "@acme/review-impl"])
+def test_pack_installed_under_an_npm_alias(tmp_path: Path, include: str) -> None:
+    """A pack whose package.json name differs from its folder is included by either name."""
+    root = _project(tmp_path, include=[include])
+    package_json = root / "node_modules" / "@acme" / "review" / "package.json"
+    write_json(
+        package_json, {"name": "@acme/review-impl", "version": "2.0.0", "atlante": {"format": 1}}
+    )
+    suite = load_suite(root)
+    assert [s.source for s in suite.scenarios] == [
+        "eval/scenarios/basic.eval.json",
+        "@acme/review-impl@2.0.0/eval/scenarios/pack-one.eval.json",
+    ]
