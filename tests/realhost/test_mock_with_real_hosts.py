@@ -137,30 +137,27 @@ def test_claude_writes_runs_and_reports_mock_usage(
     assert requests[0].headers["x-api-key"] == "test"
 
 
-def test_claude_http_400_is_an_error(
-    real_hosts: Path, mock_model: MockModelServer, tmp_path: Path
+@pytest.mark.parametrize("status", [400, 529])
+def test_claude_http_error_is_an_error(
+    real_hosts: Path, mock_model: MockModelServer, tmp_path: Path, status: int
 ) -> None:
-    """A scripted 400 makes Claude Code exit nonzero with is_error and the status."""
-    mock_model.add(Script("claude-400", [Fail(400, "mock says no")]))
-    run, work = run_claude(
-        real_hosts,
-        mock_model,
-        tmp_path,
-        "Fail please. [script:claude-400]",
-        "--allowedTools",
-        "Write",
-    )
+    """A scripted HTTP error makes Claude Code exit nonzero with is_error and the status."""
+    mock_model.add(Script("claude-err", [Fail(status, "mock says no")]))
+    prompt = "Fail please. [script:claude-err]"
+    run, work = run_claude(real_hosts, mock_model, tmp_path, prompt, "--allowedTools", "Write")
 
     assert run.returncode != 0
     [result] = run.of_type("result")
     assert result["is_error"] is True
-    assert result["api_error_status"] == 400
+    assert result["api_error_status"] == status
     assert "mock says no" in result["result"]
     assert list(work.iterdir()) == []
-    # Even with CLAUDE_CODE_MAX_RETRIES=0 it re-sends a 400 a few times with fewer features.
     requests = mock_model.requests
     assert_only_expected(requests, "/v1/messages")
-    assert {r.status for r in requests} == {400}
+    assert {r.status for r in requests} == {status}
+    if status == 529:  # CLAUDE_CODE_MAX_RETRIES=0: no retry
+        assert len(requests) == 1
+    # A 400 is re-sent a few times (6 with 2.1.332) with fewer features, whatever the retry cap.
 
 
 def test_claude_project_settings_apply_in_a_trusted_workspace(
