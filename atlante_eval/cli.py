@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -22,6 +21,7 @@ import typer
 from ._version import __version__
 from .diagnostics import Diagnostic, DiagnosticError, error, format_diagnostic
 from .logs import LogFormat, configure_logging
+from .options import RunOptions, run_options
 from .process import kill_all_process_groups
 from .progress import ProgressPrinter, render_summary
 from .report import RunReport
@@ -273,6 +273,24 @@ def run(
             show_default=False,
         ),
     ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            help="Reuse the trials of an earlier run directory whose fingerprint still matches.",
+            show_default=False,
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard", help="Run only slice I of N of the trial plan (I/N).", show_default=False
+        ),
+    ] = None,
+    last_failed: Annotated[
+        bool,
+        typer.Option("--last-failed", help="Run only scenarios that did not fully pass last time."),
+    ] = False,
     log_format: Annotated[
         LogFormat,
         typer.Option("--log-format", help="Structured run logs on stderr: none, console or json."),
@@ -287,35 +305,21 @@ def run(
     configure_logging(log_format)
 
     def action() -> int:
-        return anyio.run(
-            _run_async,
-            _RunArgs(
-                path=path,
-                scenarios=tuple(scenario or ()),
-                trials=trials,
-                jobs=_positive_int("--jobs", jobs),
-                as_json=as_json,
-                out=out,
-                keep=keep,
-                pass_env=tuple(pass_env or ()),
-                retry_infra=_positive_int("--retry-infra", retry_infra, allow_zero=True) or 0,
-            ),
+        options = run_options(
+            scenarios=scenario,
+            trials=trials,
+            jobs=_positive_int("--jobs", jobs),
+            out=out,
+            keep=keep,
+            pass_env=pass_env,
+            retry_infra=_positive_int("--retry-infra", retry_infra, allow_zero=True) or 0,
+            resume=resume,
+            shard=shard,
+            last_failed=last_failed,
         )
+        return anyio.run(_run_async, path, options, as_json)
 
     raise typer.Exit(guarded(action))
-
-
-@dataclass(frozen=True)
-class _RunArgs:
-    path: Path | None
-    scenarios: tuple[str, ...]
-    trials: str | None
-    jobs: int | None
-    as_json: bool
-    out: Path | None
-    keep: bool
-    pass_env: tuple[str, ...]
-    retry_infra: int
 
 
 def _positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> int | None:
@@ -336,7 +340,7 @@ def _positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> in
     return value
 
 
-async def _run_async(args: _RunArgs) -> int:
+async def _run_async(path: Path | None, options: RunOptions, as_json: bool) -> int:
     control = RunControl()
     printer = ProgressPrinter(sys.stderr)
     outcome: RunOutcome | None = None
@@ -346,18 +350,7 @@ async def _run_async(args: _RunArgs) -> int:
         async with anyio.create_task_group() as group:
             group.start_soon(_watch_signals, control, group.cancel_scope)
             try:
-                outcome = await execute_run(
-                    args.path,
-                    scenarios=args.scenarios,
-                    trials=args.trials,
-                    jobs=args.jobs,
-                    out=args.out,
-                    keep=args.keep,
-                    pass_env=args.pass_env,
-                    retry_infra=args.retry_infra,
-                    on_event=printer,
-                    control=control,
-                )
+                outcome = await execute_run(path, options, on_event=printer, control=control)
             except EvalRunError as exc:
                 failure = exc
             except DiagnosticError as exc:
@@ -367,11 +360,11 @@ async def _run_async(args: _RunArgs) -> int:
     if refused is not None:
         raise refused
     if failure is not None:
-        _print_outcome(failure.report, failure.report_path, as_json=args.as_json)
+        _print_outcome(failure.report, failure.report_path, as_json=as_json)
         print_diagnostics(failure.diagnostics)
         return failure.exit_code
     assert outcome is not None
-    _print_outcome(outcome.report, outcome.path, as_json=args.as_json)
+    _print_outcome(outcome.report, outcome.path, as_json=as_json)
     return outcome.report.exit_code()
 
 

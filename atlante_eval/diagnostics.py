@@ -70,6 +70,7 @@ CODES: dict[str, str] = {
     "eval-run-interrupted": "The run was interrupted; finished trials are in a partial report.",
     "eval-report-failed": "The report could not be written.",
     "eval-resume-mismatch": "--resume points at a run directory that cannot be resumed.",
+    "last-failed": "Which scenarios --last-failed selected, and from which report.",
     "report-unreadable": "A report file given to compare, merge or junit cannot be read.",
     "selftest-vacuous": "A scenario passes with an agent that changes nothing.",
     "selftest-solution-failed": "A scenario's reference solution does not pass every check.",

@@ -147,7 +147,7 @@ class ScenarioStatistics(_ReportModel):
     """Unbiased pass@k for k = 1..graded."""
     pass_hat_k: dict[str, float]
     """pass^k (all k trials pass) for k = 1..graded."""
-    stability: Literal["stable-pass", "stable-fail", "flaky"] | None
+    stability: Literal["stable-pass", "stable-fail", "flaky"] | None = None
     """Stability class over graded trials (``None`` when none was graded)."""
     tokens_mean: float | None = None
     """Mean tokens over trials that reported usage."""
@@ -262,6 +262,8 @@ class Meta(_ReportModel):
     """Digest of the trial plan, used to check shards and resumes (additive)."""
     shard: str | None = None
     """``I/N`` when this report is one shard of a plan (additive)."""
+    resumed_from: str | None = None
+    """The run directory whose trials were reused (``--resume``; additive)."""
     totals: Totals | None = None
     """Run totals (additive)."""
     run_root: str | None = None

@@ -7,7 +7,7 @@ This is the whole run as a library call. The CLI is a thin layer over
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +16,7 @@ import anyio
 import structlog
 
 from ._version import __version__
-from .diagnostics import DiagnosticError, error
+from .diagnostics import Diagnostic, DiagnosticError, error, warning
 from .engine import Engine, EngineOptions, call_sink
 from .events import (
     DiagnosticNotice,
@@ -28,9 +28,12 @@ from .events import (
     TrialFinished,
     TrialStarted,
 )
+from .fingerprint import plan_digest, scenario_fingerprint
 from .hosts import Host, create_host
+from .journal import Journal, read_journal
 from .logs import get_logger
-from .plan import Plan, PlannedTrial, make_plan, parse_trials, resolve_budget
+from .options import DEFAULT_JOBS, RunOptions, run_options
+from .plan import Plan, PlannedTrial, make_plan, resolve_budget
 from .publish import (
     PublishError,
     atomic_write,
@@ -42,16 +45,20 @@ from .publish import (
 from .report import Meta, RunReport, ScenarioResult, TrialResult
 from .results import finalize, scenario_result
 from .sandbox import create_run_root, remove_tree
+from .scenarios import Scenario
 from .suite import Suite, load_suite
 
-__all__ = ["DEFAULT_JOBS", "EvalRunError", "RunControl", "RunOutcome", "execute_run", "run_eval"]
+__all__ = [
+    "DEFAULT_JOBS",
+    "EvalRunError",
+    "RunControl",
+    "RunOptions",
+    "RunOutcome",
+    "execute_run",
+    "run_eval",
+]
 
 log = get_logger("atlante_eval.run")
-
-#: Trials run at once by default. Model latency dominates a trial, so overlapping a
-#: few pays off even on two cores; each OpenCode session also needs ~600 MB and a
-#: CPU-second, so more than four at once is left to an explicit ``--jobs``.
-DEFAULT_JOBS = 4
 
 ProgressCallback = Callable[[ProgressEvent], object]
 
@@ -63,8 +70,8 @@ class EvalRunError(DiagnosticError):
     ``report_path`` say where.
     """
 
-    def __init__(self, diagnostics: Sequence[object], report: RunReport, path: Path | None) -> None:
-        super().__init__(diagnostics)  # type: ignore[arg-type]
+    def __init__(self, diagnostics: Sequence[Diagnostic], report: RunReport, path: Path) -> None:
+        super().__init__(diagnostics)
         self.report = report
         self.report_path = path
 
@@ -89,64 +96,69 @@ class RunOutcome:
 
     report: RunReport
     path: Path
-    warnings: tuple[object, ...] = field(default=())
+    warnings: tuple[Diagnostic, ...] = field(default=())
 
 
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _validate_jobs(jobs: int | None) -> int:
-    if jobs is None:
-        return DEFAULT_JOBS
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise DiagnosticError(
-            [error("invalid-option", f"--jobs must be a positive integer, got {jobs}")]
-        )
-    return jobs
-
-
 @dataclass
 class _Progress:
-    """Tracks per-scenario completion to emit scenario events and collect results."""
+    """Records finished trials and turns them into scenario events."""
 
     plan: Plan
+    positions: list[int]
     sink: ProgressCallback | None
+    fingerprints: Mapping[str, str]
+    journal: Journal | None = None
     done: dict[str, int] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     results: dict[int, TrialResult] = field(default_factory=dict)
 
+    def expected(self, name: str) -> int:
+        return sum(1 for p in self.positions if self.plan.trials[p].scenario.name == name)
+
     async def emit(self, event: ProgressEvent) -> None:
-        if isinstance(event, TrialStarted) and event.scenario not in self.started:
-            self.started.add(event.scenario)
-            await call_sink(self.sink, ScenarioStarted(event.scenario))
+        if isinstance(event, TrialStarted):
+            await self._scenario_started(event.scenario)
         await call_sink(self.sink, event)
+
+    async def _scenario_started(self, name: str) -> None:
+        if name not in self.started:
+            self.started.add(name)
+            await call_sink(self.sink, ScenarioStarted(name))
 
     async def trial_done(self, planned: PlannedTrial, result: TrialResult) -> None:
         self.results[planned.position] = result
         name = planned.scenario.name
-        if name not in self.started:
-            self.started.add(name)
-            await call_sink(self.sink, ScenarioStarted(name))
+        if self.journal is not None:
+            self.journal.record(name, planned.index, self.fingerprints.get(name), result)
+        await self._scenario_started(name)
         self.done[name] = self.done.get(name, 0) + 1
         await call_sink(self.sink, TrialFinished(name, planned.index, result))
-        if self.done[name] == self.plan.config.trials:
+        if self.done[name] == self.expected(name):
             trials = [
-                self.results[t.position]
-                for t in self.plan.trials
-                if t.scenario.name == name and t.position in self.results
+                self.results[p]
+                for p in self.positions
+                if self.plan.trials[p].scenario.name == name and p in self.results
             ]
             await call_sink(
-                self.sink, ScenarioFinished(name, scenario_result(planned.scenario, trials))
+                self.sink,
+                ScenarioFinished(
+                    name,
+                    scenario_result(
+                        planned.scenario, trials, fingerprint=self.fingerprints.get(name)
+                    ),
+                ),
             )
 
 
-def _scenarios(
-    plan: Plan, results: dict[int, TrialResult], *, interrupted: bool
-) -> dict[str, ScenarioResult]:
+def _scenarios(plan: Plan, progress: _Progress, *, interrupted: bool) -> dict[str, ScenarioResult]:
     by_name: dict[str, list[TrialResult]] = {}
-    for planned in plan.trials:
-        result = results.get(planned.position)
+    for position in progress.positions:
+        planned = plan.trials[position]
+        result = progress.results.get(position)
         if result is None:
             result = TrialResult(
                 i=planned.index,
@@ -158,57 +170,136 @@ def _scenarios(
             )
         by_name.setdefault(planned.scenario.name, []).append(result)
     return {
-        scenario.name: scenario_result(scenario, by_name.get(scenario.name, []))
+        scenario.name: scenario_result(
+            scenario, by_name[scenario.name], fingerprint=progress.fingerprints.get(scenario.name)
+        )
+        for scenario in plan.scenarios
+        if scenario.name in by_name
+    }
+
+
+def _report_base(suite: Suite, options: RunOptions) -> Path:
+    return options.out if options.out is not None else suite.project.root / ".atlante" / "eval"
+
+
+def _reserve(suite: Suite, options: RunOptions, run_id: str) -> tuple[str, Path]:
+    base = _report_base(suite, options)
+    try:
+        run_id, run_dir = reserve_run_dir(base, run_id)
+        if options.out is None:
+            ensure_gitignore(suite.project.root / ".atlante")
+    except PublishError as exc:
+        raise publish_error(base, exc) from None
+    return run_id, run_dir
+
+
+def _last_failed(
+    suite: Suite, options: RunOptions
+) -> tuple[tuple[Scenario, ...], Diagnostic | None]:
+    """Scenarios that did not fully pass in the newest report under the report base."""
+    base = _report_base(suite, options)
+    reports = sorted(base.glob("*/report.json")) if base.is_dir() else []
+    for candidate in reversed(reports):
+        try:
+            previous = RunReport.model_validate_json(candidate.read_bytes())
+        except (OSError, ValueError):
+            continue
+        failed = {
+            name
+            for name, result in previous.scenarios.items()
+            if any(t.verdict != "pass" for t in result.trials)
+        }
+        chosen = tuple(s for s in suite.scenarios if s.name in failed)
+        note = warning(
+            "last-failed",
+            f"--last-failed: {len(chosen)} scenario(s) did not fully pass in {previous.run_id}",
+            source=str(candidate),
+        )
+        return chosen, note
+    note = warning(
+        "last-failed",
+        "--last-failed: no earlier report found; running every selected scenario",
+        source=str(base),
+    )
+    return suite.scenarios, note
+
+
+def _fingerprints(plan: Plan, suite: Suite, host: Host, model: str | None) -> dict[str, str]:
+    assert suite.native is not None
+    timeouts = {t.scenario.name: t.timeout_ms for t in plan.trials}
+    return {
+        scenario.name: scenario_fingerprint(
+            scenario,
+            manifest_digest=suite.native.digest,
+            host=host.name,
+            host_version=host.version,
+            model=model,
+            timeout_ms=timeouts.get(scenario.name, plan.config.timeout_ms),
+            max_tokens=plan.config.max_tokens,
+        )
         for scenario in plan.scenarios
     }
 
 
-def _publish(report: RunReport, suite: Suite, out: Path | None) -> tuple[RunReport, Path]:
-    base = Path(out) if out is not None else suite.project.root / ".atlante" / "eval"
-    try:
-        run_id, run_dir = reserve_run_dir(base, report.run_id)
-        if out is None:
-            ensure_gitignore(suite.project.root / ".atlante")
-        report = report.model_copy(update={"run_id": run_id})
-        path = run_dir / "report.json"
-        atomic_write(path, report.to_json().encode("utf-8"))
-    except PublishError as exc:
-        raise publish_error(base, exc) from None
-    return report, path
+def _reusable(
+    run_dir: Path, plan: Plan, fingerprints: Mapping[str, str], positions: list[int]
+) -> dict[int, TrialResult]:
+    """Trials of an earlier run that may stand: same fingerprint, a real verdict."""
+    entries = {(e.scenario, e.index): e for e in read_journal(run_dir)}
+    reused: dict[int, TrialResult] = {}
+    for position in positions:
+        planned = plan.trials[position]
+        entry = entries.get((planned.scenario.name, planned.index))
+        if entry is None or entry.fingerprint != fingerprints[planned.scenario.name]:
+            continue
+        if entry.result.verdict in ("infra-error", "skipped-budget"):
+            continue
+        reused[position] = entry.result.model_copy(update={"reused": True})
+    return reused
 
 
 async def execute_run(
     path: Path | str | None = None,
+    options: RunOptions | None = None,
     *,
-    scenarios: Sequence[str] | None = None,
-    trials: int | str | None = None,
-    jobs: int | None = None,
-    out: Path | str | None = None,
-    keep: bool = False,
     host: Host | None = None,
-    pass_env: Sequence[str] = (),
-    retry_infra: int = 0,
     on_event: ProgressCallback | None = None,
     control: RunControl | None = None,
 ) -> RunOutcome:
-    """Run an evaluation and publish its report; see :func:`run_eval` for arguments.
+    """Run an evaluation and publish its report; see :func:`run_eval` for the options.
 
     Raises:
         DiagnosticError: validation (exit 2) or a run-level problem (exit 3).
         EvalRunError: the run stopped part-way; a partial report was published.
     """
-    trial_count = parse_trials(trials)
-    job_count = _validate_jobs(jobs)
-    suite = load_suite(path, scenario_filter=list(scenarios or ()))
-    for warning in suite.warnings:
-        await call_sink(on_event, DiagnosticNotice(warning))
+    options = options or RunOptions()
+    suite = load_suite(path, scenario_filter=list(options.scenarios))
+    notices = list(suite.warnings)
+    selected = suite.scenarios
+    if options.last_failed:
+        selected, note = _last_failed(suite, options)
+        if note is not None:
+            notices.append(note)
+    for notice in notices:
+        await call_sink(on_event, DiagnosticNotice(notice))
     config = suite.project.eval
     runner_host = host if host is not None else create_host(config.host)
     await runner_host.probe()
     assert suite.native is not None
-    plan = make_plan(suite.scenarios, resolve_budget(config.budget, trials=trial_count))
+    plan = make_plan(selected, resolve_budget(config.budget, trials=options.trials))
+    fingerprints = await anyio.to_thread.run_sync(
+        _fingerprints, plan, suite, runner_host, config.model
+    )
+    digest = plan_digest(plan, fingerprints)
+    shard = options.shard
+    positions = [t.position for t in plan.trials if shard is None or shard.owns(t.position)]
+    reused = (
+        _reusable(options.resume, plan, fingerprints, positions)
+        if options.resume is not None
+        else {}
+    )
     control = control or RunControl()
-    run_id = new_run_id()
+    run_id, run_dir = _reserve(suite, options, new_run_id())
     started_at = _utc_now()
     started = time.monotonic()
     meta = Meta(
@@ -219,28 +310,32 @@ async def execute_run(
         config=plan.config,
         host_version=runner_host.version,
         started_at=started_at,
-        jobs=job_count,
+        jobs=options.jobs,
         manifest_digest=suite.native.digest,
+        plan_digest=digest,
+        shard=str(shard) if shard is not None else None,
+        resumed_from=str(options.resume) if options.resume is not None else None,
     )
-    progress = _Progress(plan, on_event)
+    journal = Journal(run_dir, run_id=run_id, plan_digest=digest)
+    progress = _Progress(plan, positions, on_event, fingerprints, journal)
     run_root = create_run_root()
     structlog.contextvars.bind_contextvars(run_id=run_id, host=runner_host.name)
-    log.info("run.start", trials=len(plan.trials), jobs=job_count)
-    await call_sink(on_event, RunStarted(run_id, len(plan.trials), job_count, runner_host.name))
+    log.info("run.start", trials=len(positions), reused=len(reused), jobs=options.jobs)
     engine = Engine(
         plan=plan,
         host=runner_host,
         native=suite.native,
         run_root=run_root,
         options=EngineOptions(
-            jobs=job_count,
-            keep=keep,
+            jobs=options.jobs,
+            keep=options.keep,
             model=config.model,
-            pass_env=tuple(pass_env),
-            retry_infra=retry_infra,
+            pass_env=options.pass_env,
+            retry_infra=options.retry_infra,
         ),
         emit=progress.emit,
         on_trial=progress.trial_done,
+        preset_sessions=dict.fromkeys(reused, True),
     )
     failure: BaseException | None = None
     cancelled = False
@@ -250,7 +345,12 @@ async def execute_run(
             if control.interrupted:
                 scope.cancel()
             try:
-                await engine.run()
+                await call_sink(
+                    on_event, RunStarted(run_id, len(positions), options.jobs, runner_host.name)
+                )
+                for position, result in sorted(reused.items()):
+                    await progress.trial_done(plan.trials[position], result)
+                await engine.run([p for p in positions if p not in reused])
             except Exception as exc:  # noqa: BLE001 - turned into eval-run-failed below
                 failure = exc
     except anyio.get_cancelled_exc_class():
@@ -258,25 +358,31 @@ async def execute_run(
         raise
     finally:
         with anyio.CancelScope(shield=True):
+            journal.close()
             stopped = cancelled or control.interrupted or failure is not None
-            if not keep:
+            if not options.keep:
                 await anyio.to_thread.run_sync(remove_tree, run_root)
-            report = RunReport(
-                run_id=run_id,
-                meta=meta.model_copy(
-                    update={
-                        "ended_at": _utc_now(),
-                        "wall_time_ms": int((time.monotonic() - started) * 1000),
-                        "run_root": str(run_root) if keep else None,
-                        "interrupted": True if stopped else None,
-                    }
-                ),
-                scenarios=_scenarios(plan, progress.results, interrupted=stopped),
+            report = finalize(
+                RunReport(
+                    run_id=run_id,
+                    meta=meta.model_copy(
+                        update={
+                            "ended_at": _utc_now(),
+                            "wall_time_ms": int((time.monotonic() - started) * 1000),
+                            "run_root": str(run_root) if options.keep else None,
+                            "interrupted": True if stopped else None,
+                        }
+                    ),
+                    scenarios=_scenarios(plan, progress, interrupted=stopped),
+                )
             )
-            report = finalize(report)
-            published, report_path = _publish(report, suite, Path(out) if out else None)
+            report_path = run_dir / "report.json"
+            try:
+                atomic_write(report_path, report.to_json().encode("utf-8"))
+            except PublishError as exc:
+                raise publish_error(run_dir, exc) from None
             log.info("run.end", interrupted=stopped, report=str(report_path))
-            await call_sink(on_event, RunFinished(published.run_id, stopped))
+            await call_sink(on_event, RunFinished(run_id, stopped))
             structlog.contextvars.unbind_contextvars("run_id", "host")
     if failure is not None:
         raise EvalRunError(
@@ -286,10 +392,10 @@ async def execute_run(
                     "the run stopped on an unexpected error; a partial report was published",
                     source=str(report_path),
                     cause=f"{type(failure).__name__}: {failure}",
-                    next="fix the cause and run again",
+                    next="fix the cause and run again (or --resume the run directory)",
                 )
             ],
-            published,
+            report,
             report_path,
         )
     if control.interrupted:
@@ -299,13 +405,13 @@ async def execute_run(
                     "eval-run-interrupted",
                     "the run was interrupted; finished trials were kept in a partial report",
                     source=str(report_path),
-                    next="run again (or resume) to complete the missing trials",
+                    next=f"run again with --resume {run_dir} to complete the missing trials",
                 )
             ],
-            published,
+            report,
             report_path,
         )
-    return RunOutcome(report=published, path=report_path, warnings=suite.warnings)
+    return RunOutcome(report=report, path=report_path, warnings=tuple(notices))
 
 
 async def run_eval(
@@ -319,13 +425,16 @@ async def run_eval(
     host: Host | None = None,
     pass_env: Sequence[str] = (),
     retry_infra: int = 0,
+    resume: Path | str | None = None,
+    shard: str | None = None,
+    last_failed: bool = False,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
 
     Args:
         path: project directory or its ``atlante.jsonc``/``atlante.json`` (default: cwd).
-        scenarios: run only these scenario names.
+        scenarios: run only these scenario names (glob patterns allowed).
         trials: trials per scenario (1-50), overriding ``eval.budget.trials``.
         jobs: trials run concurrently (default :data:`DEFAULT_JOBS`).
         out: report base directory instead of ``<project>/.atlante/eval``.
@@ -333,6 +442,10 @@ async def run_eval(
         host: a host to use instead of the configured one (tests, custom hosts).
         pass_env: names of environment variables to hand to the host session.
         retry_infra: rerun a trial up to this many times while it ends in infra-error.
+        resume: an earlier run directory; its trials whose fingerprint still matches
+            are reused (infra-errors never are).
+        shard: ``"I/N"``: run only the I-th of N slices of the plan.
+        last_failed: run only scenarios that did not fully pass in the previous report.
         on_event: called (sync or async) with each progress event.
 
     Raises:
@@ -340,16 +453,17 @@ async def run_eval(
             start (3).
         EvalRunError: the run stopped part-way; ``.report`` holds the partial report.
     """
-    outcome = await execute_run(
-        path,
+    options = run_options(
         scenarios=scenarios,
         trials=trials,
         jobs=jobs,
-        out=out,
+        out=Path(out) if out is not None else None,
         keep=keep,
-        host=host,
         pass_env=pass_env,
         retry_infra=retry_infra,
-        on_event=on_event,
+        resume=Path(resume) if resume is not None else None,
+        shard=shard,
+        last_failed=last_failed,
     )
+    outcome = await execute_run(path, options, host=host, on_event=on_event)
     return outcome.report

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from wcmatch import fnmatch
+
 from .diagnostics import Diagnostic, DiagnosticError, Location, error, warning
 from .discovery import discover_scenarios
 from .jsondoc import locate_pointers
@@ -21,6 +23,8 @@ from .project import Project, load_project
 from .scenarios import Origin, Scenario
 
 __all__ = ["Suite", "load_suite"]
+
+_NAME_FLAGS = fnmatch.BRACE
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +77,8 @@ def load_suite(
 
     Args:
         path: project directory or configuration file (default: cwd).
-        scenario_filter: names to keep (``--scenario``); empty keeps all.
+        scenario_filter: names or glob patterns (``*``, ``?``, ``[...]``, ``{a,b}``)
+            to keep (``--scenario``); empty keeps all.
         verify_native: verify the native outputs of the last build (gate 10).
 
     Raises:
@@ -106,21 +111,24 @@ def load_suite(
 
     selected = list(discovered)
     if scenario_filter:
-        names = {s.name for s in discovered}
-        unknown = sorted(set(scenario_filter) - names)
+        names = sorted({s.name for s in discovered})
+        unknown = sorted(
+            f for f in set(scenario_filter) if not fnmatch.filter(names, f, flags=_NAME_FLAGS)
+        )
         if unknown:
             raise DiagnosticError(
                 [
                     error(
                         "unknown-scenario-filter",
-                        f"--scenario names no discovered scenario: {', '.join(unknown)}",
-                        expected=", ".join(sorted(names)) or "(none discovered)",
-                        next="check the name with `atlante-eval list`",
+                        f"--scenario matches no discovered scenario: {', '.join(unknown)}",
+                        expected=", ".join(names) or "(none discovered)",
+                        next="check the names with `atlante-eval list`",
                     )
                 ]
             )
-        wanted = set(scenario_filter)
-        selected = [s for s in selected if s.name in wanted]
+        selected = [
+            s for s in selected if fnmatch.fnmatch(s.name, list(scenario_filter), flags=_NAME_FLAGS)
+        ]
 
     warnings: list[Diagnostic] = []
     kept: list[Scenario] = []

@@ -1,0 +1,120 @@
+"""Run options: one validated model for everything a run can be asked to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .diagnostics import DiagnosticError, error
+from .plan import parse_trials
+
+__all__ = ["DEFAULT_JOBS", "MAX_RETRY_INFRA", "RunOptions", "Shard", "parse_shard", "run_options"]
+
+#: Trials run at once by default. Model latency dominates a trial, so overlapping a
+#: few pays off even on two cores; an OpenCode session also needs ~600 MB and about
+#: a CPU-second, so more than four at once is left to an explicit ``--jobs``.
+DEFAULT_JOBS = 4
+#: Most retries ``--retry-infra`` allows per trial.
+MAX_RETRY_INFRA = 10
+
+
+class Shard(BaseModel):
+    """``I/N``: the I-th (1-based) of N slices of the trial plan."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: Annotated[int, Field(ge=1)]
+    """1-based slice number."""
+    count: Annotated[int, Field(ge=1)]
+    """Number of slices."""
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def owns(self, position: int) -> bool:
+        """Whether plan position ``position`` belongs to this slice (round robin)."""
+        return position % self.count == self.index - 1
+
+
+class RunOptions(BaseModel):
+    """Everything a run can be asked to do beyond the project's configuration."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenarios: tuple[str, ...] = ()
+    """Scenario names or glob patterns to run (empty: all)."""
+    trials: Annotated[int, Field(ge=1, le=50)] | None = None
+    """Trials per scenario, overriding ``eval.budget.trials``."""
+    jobs: Annotated[int, Field(ge=1)] = DEFAULT_JOBS
+    """Trials run at once."""
+    out: Path | None = None
+    """Report base directory instead of ``<project>/.atlante/eval``."""
+    keep: bool = False
+    """Keep trial sandboxes."""
+    pass_env: tuple[str, ...] = ()
+    """Parent environment variables handed to the host session."""
+    retry_infra: Annotated[int, Field(ge=0, le=MAX_RETRY_INFRA)] = 0
+    """Reruns of a trial while it ends in infra-error."""
+    resume: Path | None = None
+    """Run directory of an earlier run whose matching trials are reused."""
+    shard: Shard | None = None
+    """Run only this slice of the plan."""
+    last_failed: bool = False
+    """Run only the scenarios that did not fully pass in the previous report."""
+
+
+def parse_shard(raw: str | Shard | None) -> Shard | None:
+    """Parse ``I/N`` (1 <= I <= N).
+
+    Raises:
+        DiagnosticError: ``invalid-option`` (exit 2).
+    """
+    if raw is None or isinstance(raw, Shard):
+        return raw
+    parts = raw.strip().split("/")
+    if len(parts) == 2 and all(p.isascii() and p.isdigit() for p in parts):
+        index, count = int(parts[0]), int(parts[1])
+        if 1 <= index <= count:
+            return Shard(index=index, count=count)
+    raise DiagnosticError(
+        [
+            error(
+                "invalid-option",
+                f"--shard must be I/N with 1 <= I <= N, got {raw}",
+                expected="e.g. --shard 2/4",
+            )
+        ]
+    )
+
+
+def run_options(**raw: Any) -> RunOptions:
+    """Build :class:`RunOptions`, turning bad values into diagnostics (exit 2).
+
+    ``trials`` is validated like ``--trials`` (``invalid-trials``); ``shard`` may be
+    the ``I/N`` text.
+    """
+    if "trials" in raw:
+        raw["trials"] = parse_trials(raw["trials"])
+    if "shard" in raw:
+        raw["shard"] = parse_shard(raw["shard"])
+    if raw.get("jobs") is None:
+        raw.pop("jobs", None)
+    for key in ("scenarios", "pass_env"):
+        if raw.get(key) is None:
+            raw.pop(key, None)
+        elif key in raw:
+            raw[key] = tuple(raw[key])
+    try:
+        return RunOptions(**raw)
+    except ValidationError as exc:
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"{'.'.join(str(p) for p in detail['loc'])}: {detail['msg']}",
+                )
+                for detail in exc.errors(include_url=False)
+            ]
+        ) from None
