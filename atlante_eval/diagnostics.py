@@ -75,6 +75,9 @@ CODES: dict[str, str] = {
     "selftest-vacuous": "A scenario passes with an agent that changes nothing.",
     "selftest-solution-failed": "A scenario's reference solution does not pass every check.",
     "selftest-solution-invalid": "A reference solution directory is malformed or unsafe.",
+    "selftest-setup-failed": "A selftest trial's sandbox could not be assembled (fixture, setup).",
+    "selftest-check-error": "A check reached no verdict in a selftest (bad path, missing tool).",
+    "selftest-no-solution": "A scenario has no reference solution; only the null agent ran.",
 }
 
 #: Codes that describe a run-level infrastructure failure (exit status 3).
