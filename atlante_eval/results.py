@@ -17,30 +17,25 @@ from .report import (
     model_version_of,
 )
 from .scenarios import Scenario
-from .stats import scenario_statistics
+from .stats import ScenarioStats, scenario_statistics
 
-__all__ = ["build_meta_model", "finalize", "scenario_result", "totals"]
+__all__ = [
+    "build_meta_model",
+    "finalize",
+    "scenario_result",
+    "statistics_of",
+    "summarize",
+    "totals",
+]
 
 
 def scenario_result(
     scenario: Scenario, trials: Sequence[TrialResult], *, fingerprint: str | None = None
 ) -> ScenarioResult:
     """Summarise one scenario's trials (in index order) with the reference's statistics."""
-    ordered = sorted(trials, key=lambda t: t.i)
-    stats = scenario_statistics(
-        [t.verdict for t in ordered],
-        durations=[t.duration_ms for t in ordered],
-        tokens=[t.tokens for t in ordered],
-        costs=[t.cost for t in ordered],
-    )
     origin = scenario.origin
-    reported_tokens = [t.tokens for t in ordered if t.tokens is not None]
-    reported_costs = [t.cost for t in ordered if t.cost is not None]
-    return ScenarioResult(
-        trials=list(ordered),
-        pass_rate=stats.pass_rate,
-        mean_duration_ms=stats.mean_duration_ms,
-        spread=Spread(duration_p95_ms=stats.duration_p95_ms),
+    return summarize(
+        trials,
         source=scenario.source,
         origin=OriginInfo(
             kind=origin.kind,
@@ -48,26 +43,77 @@ def scenario_result(
             package_version=origin.package_version,
         ),
         fingerprint=fingerprint,
-        stats=ScenarioStatistics(
-            executed=stats.executed,
-            graded=stats.graded,
-            passed=stats.passed,
-            infra_errors=stats.infra_errors,
-            skipped=stats.skipped,
-            pass_rate_graded=stats.pass_rate_graded,
-            wilson95=stats.wilson_interval,
-            pass_at_k={str(k): v for k, v in stats.pass_at_k.items()},
-            pass_hat_k={str(k): v for k, v in stats.pass_hat_k.items()},
-            stability=stats.stability,
-            tokens_mean=stats.mean_tokens,
-            tokens_p95=stats.tokens_p95,
-            cost_mean=stats.mean_cost,
-            cost_p95=stats.cost_p95,
-            cost_per_pass=stats.cost_per_pass,
-        ),
+        description=scenario.document.description,
+    )
+
+
+def summarize(
+    trials: Sequence[TrialResult],
+    *,
+    source: str | None = None,
+    origin: OriginInfo | None = None,
+    fingerprint: str | None = None,
+    description: str | None = None,
+) -> ScenarioResult:
+    """Summarise trials into a scenario result without a :class:`Scenario` (merge, reload).
+
+    Trials are sorted by index; every statistic is recomputed from them.
+    """
+    ordered = sorted(trials, key=lambda t: t.i)
+    stats = _statistics(ordered)
+    reported_tokens = [t.tokens for t in ordered if t.tokens is not None]
+    reported_costs = [t.cost for t in ordered if t.cost is not None]
+    return ScenarioResult(
+        trials=ordered,
+        pass_rate=stats.pass_rate,
+        mean_duration_ms=stats.mean_duration_ms,
+        spread=Spread(duration_p95_ms=stats.duration_p95_ms),
+        source=source,
+        origin=origin,
+        fingerprint=fingerprint,
+        stats=_statistics_model(stats),
         tokens=sum(reported_tokens) if reported_tokens else None,
         cost=round(sum(reported_costs), 10) if reported_costs else None,
-        description=scenario.document.description,
+        description=description,
+    )
+
+
+def statistics_of(result: ScenarioResult) -> ScenarioStatistics:
+    """Return the scenario's stored ``stats``, or compute them from its trials when absent.
+
+    Reports written by the reference tool have no ``stats``; their trials suffice.
+    """
+    if result.stats is not None:
+        return result.stats
+    return _statistics_model(_statistics(sorted(result.trials, key=lambda t: t.i)))
+
+
+def _statistics(trials: Sequence[TrialResult]) -> ScenarioStats:
+    return scenario_statistics(
+        [t.verdict for t in trials],
+        durations=[t.duration_ms for t in trials],
+        tokens=[t.tokens for t in trials],
+        costs=[t.cost for t in trials],
+    )
+
+
+def _statistics_model(stats: ScenarioStats) -> ScenarioStatistics:
+    return ScenarioStatistics(
+        executed=stats.executed,
+        graded=stats.graded,
+        passed=stats.passed,
+        infra_errors=stats.infra_errors,
+        skipped=stats.skipped,
+        pass_rate_graded=stats.pass_rate_graded,
+        wilson95=stats.wilson_interval,
+        pass_at_k={str(k): v for k, v in stats.pass_at_k.items()},
+        pass_hat_k={str(k): v for k, v in stats.pass_hat_k.items()},
+        stability=stats.stability,
+        tokens_mean=stats.mean_tokens,
+        tokens_p95=stats.tokens_p95,
+        cost_mean=stats.mean_cost,
+        cost_p95=stats.cost_p95,
+        cost_per_pass=stats.cost_per_pass,
     )
 
 
