@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +181,412 @@ def write_text(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# --- a catalog of broken projects, shared by the library and CLI tests ---------------
+
+
+@dataclass(frozen=True)
+class BadProject:
+    """A project broken in one way, and the single diagnostic ``validate`` must report."""
+
+    id: str
+    build: Callable[[Path], Path]
+    """Create the project under the given directory; return the path to validate."""
+    code: str
+    pointer: str | None = None
+    location: tuple[int, int] | None = None
+    source: str | None = None
+
+
+def _valid(root: Path, **kwargs: Any) -> Path:
+    return make_project(root, **kwargs)
+
+
+def _config(root: Path, text: str, name: str = "atlante.jsonc") -> Path:
+    make_project(root)
+    (root / "atlante.jsonc").unlink()
+    write_text(root / name, text)
+    return root
+
+
+def _config_bytes(root: Path, content: bytes) -> Path:
+    make_project(root)
+    (root / "atlante.jsonc").write_bytes(content)
+    return root
+
+
+def _scenario_bytes(root: Path, content: bytes) -> Path:
+    make_project(root)
+    (root / "eval" / "scenarios" / "broken.eval.json").write_bytes(content)
+    return root
+
+
+def _one_scenario(root: Path, document: dict[str, Any], **kwargs: Any) -> Path:
+    return make_project(root, scenarios=[document], **kwargs)
+
+
+def _fixture_with(root: Path, plant: Callable[[Path], None]) -> Path:
+    make_project(root)
+    plant(root / "eval" / "fixtures" / "app")
+    return root
+
+
+def _with_pack(
+    root: Path,
+    *,
+    include: list[str] | None,
+    host: str = "opencode",
+    meta: dict[str, Any] | None = None,
+    preset_schema: str = SCHEMA_V01,
+) -> Path:
+    eval_extra = {"include": include} if include is not None else {}
+    make_project(root, host=host, eval_extra=eval_extra, top_extra={"extends": ["@acme/review"]})
+    make_pack(
+        root,
+        "@acme/review",
+        eval_meta=meta,
+        scenarios=[scenario("pack-one", fixture="eval/fixtures/pack-app")],
+        preset_schema=preset_schema,
+    )
+    return root
+
+
+def _native(root: Path, change: Callable[[Path], None]) -> Path:
+    make_project(root)
+    change(root)
+    return root
+
+
+def _symlink_manifest(root: Path) -> None:
+    manifest = root / ".atlante" / "opencode-native.json"
+    manifest.rename(root / "manifest.json")
+    manifest.symlink_to(root / "manifest.json")
+
+
+def _big_scenario(root: Path) -> Path:
+    make_project(root)
+    with (root / "eval" / "scenarios" / "big.eval.json").open("wb") as handle:
+        handle.truncate(10 * 1024 * 1024)
+    return root
+
+
+def _empty_dir(root: Path) -> Path:
+    root.mkdir(parents=True)
+    return root
+
+
+def _both_configs(root: Path) -> Path:
+    write_json(make_project(root) / "atlante.json", {"$schema": SCHEMA_V01})
+    return root
+
+
+def _symlinked_fixture(root: Path) -> Path:
+    fixtures = {"eval/fixtures/real": {"README.md": "x"}}
+    make_project(
+        root, scenarios=[scenario("basic", fixture="eval/fixtures/link")], fixtures=fixtures
+    )
+    (root / "eval" / "fixtures" / "link").symlink_to(root / "eval" / "fixtures" / "real")
+    return root
+
+
+def _plant_git(fixture: Path) -> None:
+    write_text(fixture / ".git" / "HEAD", "ref: refs/heads/main\n")
+
+
+def _duplicate_names(root: Path) -> Path:
+    write_json(make_project(root) / "eval" / "scenarios" / "copy.eval.json", scenario("basic"))
+    return root
+
+
+def _unreadable_pack_preset(root: Path) -> Path:
+    _with_pack(root, include=["@acme/review"], meta=_SUITE)
+    write_text(root / "node_modules" / "@acme" / "review" / "atlante.jsonc", "{ nope")
+    return root
+
+
+_SUITE = {"scenarios": "eval/scenarios/*.eval.json"}
+_SCENARIO = "eval/scenarios/basic.eval.json"
+_BAD_CONFIG = '{\n  "$schema": "https://atlante.sh/schema/v0.1/schema.json",\n  "eval": {\n'
+
+#: Every way the issue lists to break a project, each with its one expected diagnostic.
+BAD_PROJECTS: tuple[BadProject, ...] = (
+    BadProject("missing-config", _empty_dir, "eval-not-configured"),
+    BadProject(
+        "ambiguous-config",
+        _both_configs,
+        "ambiguous-config",
+    ),
+    BadProject(
+        "no-eval-section",
+        lambda r: _config(r, json.dumps({"$schema": SCHEMA_V01, "hosts": ["opencode"]})),
+        "eval-not-configured",
+        source="atlante.jsonc",
+    ),
+    BadProject(
+        "malformed-jsonc",
+        lambda r: _config(r, _BAD_CONFIG + '    "host": "opencode"\n    "scenarios": "x"\n}}'),
+        "malformed-jsonc",
+        location=(5, 5),
+        source="atlante.jsonc",
+    ),
+    BadProject(
+        "malformed-json",
+        lambda r: _config(r, "{\n  // comments need .jsonc\n}", name="atlante.json"),
+        "malformed-jsonc",
+        location=(2, 3),
+        source="atlante.json",
+    ),
+    BadProject("empty-config", lambda r: _config(r, ""), "malformed-jsonc", location=(1, 1)),
+    BadProject("non-utf8-config", lambda r: _config_bytes(r, b"{\xff}"), "config-unreadable"),
+    BadProject(
+        "unknown-eval-key",
+        lambda r: _valid(r, eval_extra={"retries": 3}),
+        "invalid-document",
+        "/eval/retries",
+        (12, 5),
+        "atlante.jsonc",
+    ),
+    BadProject(
+        "wrong-schema",
+        lambda r: _valid(r, top_extra={"$schema": "https://atlante.sh/schema/v9/schema.json"}),
+        "unsupported-schema",
+        "/$schema",
+        (2, 3),
+    ),
+    BadProject(
+        "trials-0",
+        lambda r: _valid(r, eval_extra={"budget": {"trials": 0}}),
+        "invalid-document",
+        "/eval/budget/trials",
+        (13, 7),
+    ),
+    BadProject(
+        "trials-51",
+        lambda r: _valid(r, eval_extra={"budget": {"trials": 51}}),
+        "invalid-document",
+        "/eval/budget/trials",
+        (13, 7),
+    ),
+    BadProject(
+        "v01-claude-code",
+        lambda r: _valid(r, top_extra={"hosts": ["opencode"]}, eval_extra={"host": "claude-code"}),
+        "invalid-document",
+        "/eval/host",
+        (10, 5),
+    ),
+    BadProject(
+        "host-not-materialized",
+        lambda r: _valid(
+            r,
+            top_extra={"$schema": SCHEMA_V02, "hosts": ["opencode"]},
+            eval_extra={"host": "claude-code"},
+        ),
+        "eval-host-not-materialized",
+        "/eval/host",
+        (10, 5),
+    ),
+    BadProject(
+        "bad-slug",
+        lambda r: _one_scenario(r, scenario("Bad_Slug")),
+        "invalid-eval-scenario",
+        "/name",
+        (4, 3),
+        "eval/scenarios/Bad_Slug.eval.json",
+    ),
+    BadProject(
+        "zero-checks",
+        lambda r: _one_scenario(r, scenario("basic", checks=[])),
+        "invalid-eval-scenario",
+        "/checks",
+        (9, 3),
+        _SCENARIO,
+    ),
+    BadProject(
+        "absolute-fixture",
+        lambda r: _one_scenario(r, scenario("basic", fixture="/etc")),
+        "invalid-eval-scenario",
+        "/task/fixture",
+        (6, 5),
+        _SCENARIO,
+    ),
+    BadProject(
+        "dotdot-check-path",
+        lambda r: _one_scenario(
+            r, scenario("basic", checks=[{"type": "file-exists", "path": "../x"}])
+        ),
+        "invalid-eval-scenario",
+        "/checks/0/path",
+        (12, 7),
+        _SCENARIO,
+    ),
+    BadProject(
+        "invalid-regex",
+        lambda r: _one_scenario(
+            r, scenario("basic", checks=[{"type": "command", "run": ["x"], "outputMatches": "("}])
+        ),
+        "invalid-eval-scenario",
+        "/checks/0/outputMatches",
+        (15, 7),
+        _SCENARIO,
+    ),
+    BadProject(
+        "scenario-wrong-schema",
+        lambda r: _one_scenario(r, {**scenario("basic"), "$schema": "https://x"}),
+        "unsupported-schema",
+        "/$schema",
+        (2, 3),
+        _SCENARIO,
+    ),
+    BadProject(
+        "fixture-missing",
+        lambda r: _one_scenario(r, scenario("basic", fixture="eval/fixtures/none")),
+        "invalid-scenario-fixture",
+        "/task/fixture",
+        (6, 5),
+        _SCENARIO,
+    ),
+    BadProject(
+        "fixture-is-a-file",
+        lambda r: _one_scenario(r, scenario("basic", fixture="eval/fixtures/app/README.md")),
+        "invalid-scenario-fixture",
+        "/task/fixture",
+        (6, 5),
+    ),
+    BadProject(
+        "fixture-is-a-symlink",
+        _symlinked_fixture,
+        "invalid-scenario-fixture",
+        "/task/fixture",
+    ),
+    BadProject(
+        "fixture-contains-symlink",
+        lambda r: _fixture_with(r, lambda f: (f / "passwd").symlink_to("/etc/passwd")),
+        "invalid-scenario-fixture",
+        "/task/fixture",
+    ),
+    BadProject(
+        "fixture-contains-git",
+        lambda r: _fixture_with(r, _plant_git),
+        "invalid-scenario-fixture",
+        "/task/fixture",
+    ),
+    BadProject(
+        "duplicate-names",
+        _duplicate_names,
+        "duplicate-scenario-name",
+        "/name",
+        (4, 3),
+        "eval/scenarios/copy.eval.json",
+    ),
+    BadProject(
+        "glob-matches-nothing",
+        lambda r: _valid(r, glob="eval/none/*.json"),
+        "empty-scenario-glob",
+        "/eval/scenarios",
+        (11, 5),
+        "atlante.jsonc",
+    ),
+    BadProject(
+        "absolute-glob",
+        lambda r: _valid(r, glob="/eval/*.json"),
+        "invalid-scenario-glob",
+        "/eval/scenarios",
+        (11, 5),
+    ),
+    BadProject(
+        "dotdot-glob",
+        lambda r: _valid(r, glob="../eval/*.json"),
+        "invalid-scenario-glob",
+        "/eval/scenarios",
+    ),
+    BadProject(
+        "non-utf8-scenario",
+        lambda r: _scenario_bytes(r, b'{"name": "\xff"}'),
+        "scenario-unreadable",
+        source="eval/scenarios/broken.eval.json",
+    ),
+    BadProject(
+        "empty-scenario",
+        lambda r: _scenario_bytes(r, b""),
+        "invalid-json",
+        location=(1, 1),
+        source="eval/scenarios/broken.eval.json",
+    ),
+    BadProject(
+        "malformed-scenario",
+        lambda r: _scenario_bytes(r, b'{\n  "name": "x",\n}'),
+        "invalid-json",
+        location=(3, 1),
+    ),
+    BadProject("ten-megabyte-scenario", _big_scenario, "scenario-unreadable"),
+    BadProject(
+        "unknown-include",
+        lambda r: _with_pack(r, include=["@acme/other"], meta=_SUITE),
+        "eval-include-not-found",
+        "/eval/include/0",
+        (13, 7),
+    ),
+    BadProject(
+        "invalid-include",
+        lambda r: _with_pack(r, include=["./local"], meta=_SUITE),
+        "invalid-eval-include",
+        "/eval/include/0",
+        (13, 7),
+    ),
+    BadProject(
+        "include-without-suite",
+        lambda r: _with_pack(r, include=["@acme/review"], meta=None),
+        "eval-include-no-suite",
+        "/eval/include/0",
+        (13, 7),
+    ),
+    BadProject(
+        "invalid-pack-eval",
+        lambda r: _with_pack(r, include=["@acme/review"], meta={**_SUITE, "runs": 1}),
+        "invalid-pack-eval",
+        "/eval/runs",
+        (5, 5),
+        "@acme/review@1.0.0/atlante.jsonc",
+    ),
+    BadProject(
+        "pack-eval-unreadable",
+        _unreadable_pack_preset,
+        "pack-eval-unreadable",
+        location=(1, 3),
+        source="@acme/review@1.0.0/atlante.jsonc",
+    ),
+    BadProject(
+        "incompatible-pack-host",
+        lambda r: _with_pack(
+            r,
+            include=["@acme/review"],
+            host="claude-code",
+            meta={**_SUITE, "host": "opencode"},
+            preset_schema=SCHEMA_V02,
+        ),
+        "eval-pack-host-incompatible",
+        source="@acme/review@1.0.0/eval/scenarios/pack-one.eval.json",
+    ),
+    BadProject(
+        "manifest-missing",
+        lambda r: _valid(r, native=False),
+        "native-outputs-not-verified",
+        source=".atlante",
+    ),
+    BadProject(
+        "manifest-malformed",
+        lambda r: _native(r, lambda p: write_text(p / ".atlante/opencode-native.json", "{")),
+        "native-outputs-not-verified",
+    ),
+    BadProject(
+        "manifest-drifted",
+        lambda r: _native(r, lambda p: write_text(p / ".opencode/agents/reviewer.md", "edit")),
+        "native-outputs-not-verified",
+    ),
+    BadProject(
+        "manifest-symlinked",
+        lambda r: _native(r, _symlink_manifest),
+        "native-outputs-not-verified",
+    ),
+)

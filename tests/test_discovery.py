@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factory import SCENARIO_URI, scenario, tree_listing, write_json, write_text
 
 from atlante_eval.diagnostics import Diagnostic
 from atlante_eval.discovery import Discovery, discover_scenarios, fixture_problem, glob_files
@@ -18,6 +17,7 @@ from atlante_eval.scenarios import (
     FileContainsCheck,
     Origin,
 )
+from tests.factory import SCENARIO_URI, scenario, tree_listing, write_json, write_text
 
 
 def _root(tmp_path: Path) -> Path:

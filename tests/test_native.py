@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factory import tree_listing, write_native
 
 from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.native import (
@@ -20,6 +19,7 @@ from atlante_eval.native import (
     read_native_outputs,
     verify_native_outputs,
 )
+from tests.factory import tree_listing, write_native
 
 MANIFEST = ".atlante/opencode-native.json"
 AGENT = ".opencode/agents/reviewer.md"
