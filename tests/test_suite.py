@@ -168,28 +168,26 @@ def test_unknown_scenario_filter_lists_what_exists(tmp_path: Path) -> None:
     assert diagnostic.next
 
 
-def test_unknown_filter_with_nothing_discovered(tmp_path: Path) -> None:
-    """With no scenario at all, the expected names read "(none discovered)"."""
+def test_include_only_project_without_local_glob(tmp_path: Path) -> None:
+    """An eval section with include and no scenarios glob runs only the included pack suite."""
     root = make_project(
         tmp_path / "p",
-        eval_extra={"scenarios": None, "include": ["@acme/p"]},
+        scenarios=[],
+        eval_extra={"include": ["@acme/p"]},
         top_extra={"extends": ["@acme/p"]},
     )
-    make_pack(root, "@acme/p", eval_meta={"scenarios": "eval/scenarios/*.eval.json"})
+    config = (root / "atlante.jsonc").read_text(encoding="utf-8")
+    config = config.replace('"scenarios": "eval/scenarios/*.eval.json*",', "")
+    (root / "atlante.jsonc").write_text(config, encoding="utf-8")
     make_pack(
         root,
         "@acme/p",
         eval_meta={"scenarios": "eval/scenarios/*.eval.json"},
         scenarios=[scenario("only", fixture="eval/fixtures/pack-app")],
     )
-    config = (root / "atlante.jsonc").read_text(encoding="utf-8")
-    (root / "atlante.jsonc").write_text(config.replace('"scenarios": null,', ""), "utf-8")
-    assert [s.name for s in _load(root).scenarios] == ["only"]
-    (root / "node_modules" / "@acme" / "p" / "eval" / "scenarios" / "only.eval.json").unlink()
-    # The pack suite now matches nothing: that is an error before the filter is read.
-    assert [d.code for d in _fail(root, scenario_filter=["x"]).diagnostics] == [
-        "empty-scenario-glob"
-    ]
+    suite = _load(root)
+    assert suite.project.eval.scenarios is None
+    assert [s.source for s in suite.scenarios] == ["@acme/p@1.0.0/eval/scenarios/only.eval.json"]
 
 
 def test_native_verification_can_be_skipped(tmp_path: Path) -> None:
@@ -223,31 +221,28 @@ def test_discovery_problems_are_reported_together(tmp_path: Path) -> None:
     assert codes == ["empty-scenario-glob", "invalid-eval-scenario", "invalid-scenario-fixture"]
 
 
-def test_gates_run_in_order(tmp_path: Path) -> None:
-    """Discovery errors hide include errors, which hide filter and native-output errors."""
+@pytest.mark.parametrize(
+    ("broken", "code"),
+    [
+        ({"scenario", "include", "native"}, "invalid-eval-scenario"),
+        ({"include", "native"}, "eval-include-not-found"),
+        ({"native"}, "unknown-scenario-filter"),
+    ],
+)
+def test_gates_run_in_order(tmp_path: Path, broken: set[str], code: str) -> None:
+    """Discovery errors come before include errors, then the filter, then native outputs."""
     root = make_project(
         tmp_path / "p",
-        native=False,
-        scenarios=[scenario("Bad")],
-        eval_extra={"include": ["@acme/none"]},
+        native="native" not in broken,
+        scenarios=[scenario("Bad" if "scenario" in broken else "ok")],
+        eval_extra={"include": ["@acme/none"]} if "include" in broken else {},
     )
-    assert [d.code for d in _fail(root, scenario_filter=["x"]).diagnostics] == [
-        "invalid-eval-scenario"
-    ]
-    make_project(root, native=False, eval_extra={"include": ["@acme/none"]}, scenarios=[])
-    (root / "eval" / "scenarios" / "Bad.eval.json").unlink()
-    (root / "eval" / "scenarios" / "ok.eval.json").write_text("{}", "utf-8")
-    (root / "eval" / "scenarios" / "ok.eval.json").unlink()
-    make_project(
-        root, native=False, eval_extra={"include": ["@acme/none"]}, scenarios=[scenario("ok")]
-    )
-    assert [d.code for d in _fail(root, scenario_filter=["x"]).diagnostics] == [
-        "eval-include-not-found"
-    ]
-    make_project(root, native=False, scenarios=[scenario("ok")])
-    assert [d.code for d in _fail(root, scenario_filter=["x"]).diagnostics] == [
-        "unknown-scenario-filter"
-    ]
+    assert [d.code for d in _fail(root, scenario_filter=["x"]).diagnostics] == [code]
+
+
+def test_native_outputs_are_the_last_gate(tmp_path: Path) -> None:
+    """A project valid in every other way fails only on missing native outputs."""
+    root = make_project(tmp_path / "p", native=False)
     assert [d.code for d in _fail(root).diagnostics] == ["native-outputs-not-verified"]
 
 
