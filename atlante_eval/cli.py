@@ -218,6 +218,7 @@ def schema(
                         "invalid-option",
                         f"unknown schema {kind!r}",
                         expected=", ".join(SCHEMA_KINDS),
+                        next="run `atlante-eval schema scenario` (or config, report)",
                     )
                 ]
             )

@@ -165,6 +165,59 @@ def make_pack(
     return root
 
 
+def make_multi_project(root: Path, *, host: str = "opencode") -> Path:
+    """A project with three local scenarios and three packs (two included, one not)."""
+    make_project(
+        root,
+        host=host,
+        scenarios=[
+            scenario("local-b", agent="reviewer"),
+            scenario("local-a", description="First local scenario."),
+            scenario(
+                "local-c",
+                fixture="eval/fixtures/other",
+                checks=[
+                    {"type": "command", "run": ["bun", "test"], "outputMatches": r"\d+ pass"},
+                    {"type": "file-contains", "path": "a.ts", "pattern": "x", "regex": True},
+                    {"type": "diff-allowlist", "allow": ["a.ts"]},
+                ],
+            ),
+        ],
+        fixtures={
+            "eval/fixtures/app": {"README.md": "app\n"},
+            "eval/fixtures/other": {"src/a.ts": "export {}\n"},
+        },
+        eval_extra={"include": ["@acme/neutral", "@acme/matching/strict"]},
+        top_extra={
+            "$schema": SCHEMA_V02,
+            "extends": ["@acme/neutral", "@acme/matching/strict", "@acme/unincluded"],
+        },
+    )
+    suite = {"scenarios": "eval/scenarios/*.eval.json"}
+    make_pack(
+        root,
+        "@acme/neutral",
+        eval_meta=suite,
+        scenarios=[scenario("neutral-one", fixture="eval/fixtures/pack-app")],
+    )
+    make_pack(
+        root,
+        "@acme/matching",
+        version="2.1.0",
+        eval_meta={**suite, "host": host},
+        scenarios=[scenario("matching-one", fixture="eval/fixtures/pack-app")],
+        preset_schema=SCHEMA_V02,
+        presets={"strict": {}},
+    )
+    make_pack(
+        root,
+        "@acme/unincluded",
+        eval_meta=suite,
+        scenarios=[scenario("unincluded-one", fixture="eval/fixtures/pack-app")],
+    )
+    return root
+
+
 def tree_listing(root: Path) -> dict[str, tuple[str, int, int]]:
     """Return every path under ``root`` (no symlink followed) with its kind, size and mtime."""
     listing: dict[str, tuple[str, int, int]] = {}

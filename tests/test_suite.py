@@ -10,67 +10,14 @@ from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.suite import Suite, load_suite
 from tests.factory import (
     BAD_PROJECTS,
-    SCHEMA_V02,
     BadProject,
+    make_multi_project,
     make_pack,
     make_project,
     scenario,
     tree_listing,
     write_native,
 )
-
-
-def _multi_project(root: Path, *, host: str = "opencode") -> Path:
-    """A project with three local scenarios and three packs (two included, one not)."""
-    make_project(
-        root,
-        host=host,
-        scenarios=[
-            scenario("local-b", agent="reviewer"),
-            scenario("local-a", description="First local scenario."),
-            scenario(
-                "local-c",
-                fixture="eval/fixtures/other",
-                checks=[
-                    {"type": "command", "run": ["bun", "test"], "outputMatches": r"\d+ pass"},
-                    {"type": "file-contains", "path": "a.ts", "pattern": "x", "regex": True},
-                    {"type": "diff-allowlist", "allow": ["a.ts"]},
-                ],
-            ),
-        ],
-        fixtures={
-            "eval/fixtures/app": {"README.md": "app\n"},
-            "eval/fixtures/other": {"src/a.ts": "export {}\n"},
-        },
-        eval_extra={"include": ["@acme/neutral", "@acme/matching/strict"]},
-        top_extra={
-            "$schema": SCHEMA_V02,
-            "extends": ["@acme/neutral", "@acme/matching/strict", "@acme/unincluded"],
-        },
-    )
-    suite = {"scenarios": "eval/scenarios/*.eval.json"}
-    make_pack(
-        root,
-        "@acme/neutral",
-        eval_meta=suite,
-        scenarios=[scenario("neutral-one", fixture="eval/fixtures/pack-app")],
-    )
-    make_pack(
-        root,
-        "@acme/matching",
-        version="2.1.0",
-        eval_meta={**suite, "host": host},
-        scenarios=[scenario("matching-one", fixture="eval/fixtures/pack-app")],
-        preset_schema=SCHEMA_V02,
-        presets={"strict": {}},
-    )
-    make_pack(
-        root,
-        "@acme/unincluded",
-        eval_meta=suite,
-        scenarios=[scenario("unincluded-one", fixture="eval/fixtures/pack-app")],
-    )
-    return root
 
 
 def _load(root: Path, **kwargs: object) -> Suite:
@@ -92,7 +39,7 @@ def _fail(root: Path, **kwargs: object) -> DiagnosticError:
 @pytest.mark.parametrize("host", ["opencode", "claude-code"])
 def test_multi_scenario_project_with_pack_suites_validates(tmp_path: Path, host: str) -> None:
     """Local scenarios plus included host-neutral and host-matching pack suites all load."""
-    root = _multi_project(tmp_path / "p", host=host)
+    root = make_multi_project(tmp_path / "p", host=host)
     suite = _load(root)
     assert suite.project.eval.host == host
     assert [s.name for s in suite.scenarios] == [
@@ -151,7 +98,7 @@ def test_every_bad_input_gives_its_diagnostic_and_writes_nothing(
 
 def test_scenario_filter_keeps_only_named_scenarios(tmp_path: Path) -> None:
     """``scenario_filter`` selects local and included pack scenarios by name."""
-    root = _multi_project(tmp_path / "p")
+    root = make_multi_project(tmp_path / "p")
     suite = _load(root, scenario_filter=["local-b", "neutral-one"])
     assert [s.name for s in suite.scenarios] == ["local-b", "neutral-one"]
     assert suite.warnings == ()
