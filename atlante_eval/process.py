@@ -18,12 +18,13 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+import anyio.lowlevel
+from anyio.abc import Process
 
 __all__ = [
     "DEFAULT_GRACE_S",
@@ -180,15 +181,31 @@ async def _end_group(process: Process, grace_s: float) -> None:
         await process.wait()
 
 
+async def _chunks(fd: int) -> AsyncIterator[bytes]:
+    """Yield what arrives on the non-blocking pipe ``fd`` until end of file."""
+    while True:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        yield chunk
+        await anyio.lowlevel.checkpoint()
+
+
 async def _pump_lines(
-    stream: ByteReceiveStream,
+    fd: int,
     tail: TailBuffer,
     on_line: Callable[[str], bool] | None,
     abort: anyio.Event,
 ) -> None:
     pending = bytearray()
     skipping = False
-    async for chunk in stream:
+    async for chunk in _chunks(fd):
         tail.write(chunk)
         if isinstance(tail, HeadBuffer) and tail.full:
             abort.set()
@@ -223,9 +240,47 @@ def _deliver(line: bytes, on_line: Callable[[str], bool]) -> bool:
     return bool(text) and on_line(text)
 
 
-async def _pump(stream: ByteReceiveStream, tail: TailBuffer) -> None:
-    async for chunk in stream:
+async def _pump(fd: int, tail: TailBuffer) -> None:
+    async for chunk in _chunks(fd):
         tail.write(chunk)
+
+
+class _Pipes:
+    """The three pipes of a child, created here so this module owns every descriptor.
+
+    The parent's ends are non-blocking and are closed by :meth:`close`, whatever
+    holds the child's ends (a grandchild that left the process group cannot keep
+    a descriptor of ours open).
+    """
+
+    def __init__(self, *, with_stdin: bool) -> None:
+        self._open: list[int] = []
+        stdin_pair: tuple[int | None, int | None] = self._pipe() if with_stdin else (None, None)
+        self.stdin_read, self.stdin_write = stdin_pair
+        self.stdout_read, self.stdout_write = self._pipe()
+        self.stderr_read, self.stderr_write = self._pipe()
+        for fd in (self.stdin_write, self.stdout_read, self.stderr_read):
+            if fd is not None:
+                os.set_blocking(fd, False)
+
+    def _pipe(self) -> tuple[int, int]:
+        read, write = os.pipe()
+        self._open += [read, write]
+        return read, write
+
+    def close_child_ends(self) -> None:
+        """Close the ends the child inherited (after spawning)."""
+        for fd in (self.stdin_read, self.stdout_write, self.stderr_write):
+            if fd is not None:
+                self.close(fd)
+
+    def close(self, fd: int | None = None) -> None:
+        """Close ``fd`` (default: every descriptor still open) once."""
+        for each in list(self._open) if fd is None else [fd]:
+            if each in self._open:
+                self._open.remove(each)
+                with contextlib.suppress(OSError):
+                    os.close(each)
 
 
 async def run_process(
@@ -238,7 +293,7 @@ async def run_process(
     on_line: Callable[[str], bool] | None = None,
     capture_bytes: int = 64 * 1024,
     stdout_head_bytes: int | None = None,
-    grace_s: float = DEFAULT_GRACE_S,
+    grace_s: float | None = None,
 ) -> ProcessResult:
     """Run ``argv`` without a shell in its own process group and wait for it.
 
@@ -251,15 +306,18 @@ async def run_process(
         stdin: bytes written to the child's stdin, which is then closed; ``None``
             connects stdin to /dev/null.
         on_line: called with each non-empty stdout line (decoded, stripped); a
-            true return value ends the group and sets ``aborted``.
+            true return value ends the group and sets ``aborted``. An exception it
+            raises ends the group and propagates.
         capture_bytes: how much of the end of stdout and stderr to keep.
         stdout_head_bytes: keep the *first* bytes of stdout instead, and end the
             process (``aborted``) once more than this many arrived.
-        grace_s: time between SIGTERM and SIGKILL.
+        grace_s: time between SIGTERM and SIGKILL (default :data:`DEFAULT_GRACE_S`,
+            read at call time).
 
     Cancellation of the caller ends the process group the same way (shielded) and
     re-raises the cancellation.
     """
+    grace = DEFAULT_GRACE_S if grace_s is None else grace_s
     started = time.monotonic()
     stdout_tail: TailBuffer = (
         HeadBuffer(stdout_head_bytes)
@@ -267,26 +325,32 @@ async def run_process(
         else TailBuffer(capture_bytes)
     )
     stderr_tail = TailBuffer(capture_bytes)
+    pipes = _Pipes(with_stdin=stdin is not None)
     try:
         process = await anyio.open_process(
             list(argv),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdin=pipes.stdin_read if pipes.stdin_read is not None else subprocess.DEVNULL,
+            stdout=pipes.stdout_write,
+            stderr=pipes.stderr_write,
             cwd=cwd,
             env=dict(env),
             start_new_session=True,
         )
     except OSError as exc:
+        pipes.close()
         return ProcessResult(
             returncode=None,
             timed_out=False,
             aborted=False,
             stdout="",
             stderr="",
-            spawn_error=f"{exc.strerror or exc}: {argv[0]}",
+            spawn_error=f"{exc.strerror or exc}: {exc.filename or argv[0]}",
             duration_ms=_elapsed_ms(started),
         )
+    except BaseException:
+        pipes.close()
+        raise
+    pipes.close_child_ends()
     _LIVE.pids.add(process.pid)
     abort = anyio.Event()
     done = (anyio.Event(), anyio.Event())
@@ -294,32 +358,36 @@ async def run_process(
     finished_ms: int | None = None
     try:
         async with anyio.create_task_group() as readers:
-            assert process.stdout is not None
-            assert process.stderr is not None
             readers.start_soon(
-                _signal_when_done, _pump_lines(process.stdout, stdout_tail, on_line, abort), done[0]
+                _signal_when_done,
+                _pump_lines(pipes.stdout_read, stdout_tail, on_line, abort),
+                done[0],
             )
-            readers.start_soon(_signal_when_done, _pump(process.stderr, stderr_tail), done[1])
-            if stdin is not None:
-                readers.start_soon(_feed, process, stdin)
+            readers.start_soon(_signal_when_done, _pump(pipes.stderr_read, stderr_tail), done[1])
+            if stdin is not None and pipes.stdin_write is not None:
+                readers.start_soon(_feed, pipes, pipes.stdin_write, stdin)
             with anyio.move_on_after(math.inf if timeout_s is None else timeout_s) as timer:
                 await _first_of(process.wait(), abort.wait())
             timed_out = timer.cancelled_caught and process.returncode is None
             finished_ms = _elapsed_ms(started)
             if process.returncode is None:
                 with anyio.CancelScope(shield=True):
-                    await _end_group(process, grace_s)
+                    await _end_group(process, grace)
             with anyio.move_on_after(_DRAIN_S):
                 await done[0].wait()
                 await done[1].wait()
             _signal_group(process, signal.SIGKILL)
             readers.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        _raise_single(group)
     finally:
         with anyio.CancelScope(shield=True):
             if process.returncode is None:
-                await _end_group(process, grace_s)
+                await _end_group(process, grace)
             _signal_group(process, signal.SIGKILL)
-            await _close(process)
+            pipes.close()
+            with anyio.move_on_after(DEFAULT_GRACE_S):
+                await process.wait()
             _LIVE.pids.discard(process.pid)
     return ProcessResult(
         returncode=process.returncode,
@@ -331,6 +399,14 @@ async def run_process(
         duration_ms=finished_ms if finished_ms is not None else _elapsed_ms(started),
         stdout_bytes=stdout_tail.total,
     )
+
+
+def _raise_single(group: BaseExceptionGroup[BaseException]) -> None:
+    """Re-raise the one error of a reader task group unwrapped, else the group."""
+    errors = [e for e in group.exceptions if not isinstance(e, anyio.get_cancelled_exc_class())]
+    if len(errors) == 1 and isinstance(errors[0], Exception):
+        raise errors[0]
+    raise group
 
 
 async def _signal_when_done(work: Awaitable[None], done: anyio.Event) -> None:
@@ -352,24 +428,22 @@ async def _first_of(*awaitables: Awaitable[object]) -> None:
             group.start_soon(_one, awaitable)
 
 
-async def _feed(process: Process, data: bytes) -> None:
-    assert process.stdin is not None
+async def _feed(pipes: _Pipes, fd: int, data: bytes) -> None:
+    """Write ``data`` to the child's stdin, then close it (end of file)."""
+    view = memoryview(data)
     try:
-        await process.stdin.send(data)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        while view:
+            try:
+                written = os.write(fd, view[:_CHUNK])
+            except BlockingIOError:
+                await anyio.wait_writable(fd)
+                continue
+            view = view[written:]
+            await anyio.lowlevel.checkpoint()
+    except OSError:
         pass
     finally:
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            await process.stdin.aclose()
-
-
-async def _close(process: Process) -> None:
-    for stream in (process.stdin, process.stdout, process.stderr):
-        if stream is not None:
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                await stream.aclose()
-    with anyio.move_on_after(DEFAULT_GRACE_S):
-        await process.wait()
+        pipes.close(fd)
 
 
 def _elapsed_ms(started: float) -> int:
