@@ -409,3 +409,6 @@ def _print_json(value: object) -> None:
 def main() -> None:
     """Entry point of the ``atlante-eval`` console script."""
     app()
+
+
+from . import cli_selftest  # noqa: E402,F401 - registers the selftest command

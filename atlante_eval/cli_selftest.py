@@ -1,0 +1,178 @@
+"""The ``atlante-eval selftest`` command (registered on the app of :mod:`atlante_eval.cli`).
+
+Progress lines go to stderr as trials finish; findings are printed as diagnostics
+on stderr; the per-scenario table, the report path and the verdict go to stdout
+(or the ``selftest.json`` analysis with ``--json``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from .cli import PathArg, app, guarded, print_diagnostics
+from .diagnostics import DiagnosticError, error
+from .progress import format_duration
+from .report import TrialResult
+from .selftest import (
+    DEFAULT_SELFTEST_JOBS,
+    AgentName,
+    AgentOutcome,
+    ScenarioSelftest,
+    SelftestOutcome,
+    SelftestResult,
+    run_selftest,
+)
+
+__all__ = ["render_selftest", "selftest"]
+
+
+def _jobs(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        raise DiagnosticError(
+            [error("invalid-option", f"--jobs must be a positive integer, got {raw}")]
+        )
+    return int(text)
+
+
+def _agent_cell(outcome: AgentOutcome | None, checks: int, missing: str) -> str:
+    if outcome is None:
+        return missing
+    if outcome.verdict == "fail":
+        return f"fail ({len(outcome.failed_checks)}/{checks} checks fail)"
+    if outcome.errored_checks:
+        return f"{outcome.verdict} ({len(outcome.errored_checks)}/{checks} checks error)"
+    return outcome.verdict
+
+
+def _verdict_cell(judged: ScenarioSelftest) -> str:
+    errors = [
+        code.removeprefix("selftest-") for code in judged.findings if code != "selftest-no-solution"
+    ]
+    if errors:
+        return ", ".join(dict.fromkeys(errors))
+    return "ok" if judged.reference_agent is not None else "ok (no reference solution)"
+
+
+def render_selftest(result: SelftestResult) -> str:
+    """The per-scenario table, the report path and the overall verdict."""
+    header = ("SCENARIO", "NULL AGENT", "REFERENCE AGENT", "SELFTEST")
+    rows = [header]
+    for name, judged in result.scenarios.items():
+        missing = "invalid solution" if "selftest-solution-invalid" in judged.findings else "-"
+        rows.append(
+            (
+                name,
+                _agent_cell(judged.null_agent, judged.checks, "-"),
+                _agent_cell(judged.reference_agent, judged.checks, missing),
+                _verdict_cell(judged),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    lines = [
+        "  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])), row[-1]])
+        for row in rows
+    ]
+    lines.append("")
+    lines.append(f"report: {result.report}")
+    total = len(result.scenarios)
+    bad = sum(1 for judged in result.scenarios.values() if not judged.ok)
+    unproven = sum(
+        1 for judged in result.scenarios.values() if judged.ok and judged.reference_agent is None
+    )
+    noun = "scenario" if total == 1 else "scenarios"
+    if result.ok:
+        tail = f"; {unproven} without a reference solution" if unproven else ""
+        lines.append(f"selftest passed: {total} {noun} sound{tail}")
+    else:
+        lines.append(f"selftest failed: {bad} of {total} {noun} cannot be trusted (see above)")
+    return "\n".join(lines)
+
+
+def _progress(scenario: str, agent: AgentName, result: TrialResult) -> None:
+    typer.echo(
+        f"{scenario} · {agent} agent: {result.verdict} ({format_duration(result.duration_ms)})",
+        err=True,
+    )
+
+
+@app.command()
+def selftest(
+    path: PathArg = None,
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scenario", help="Selftest only this scenario (repeatable).", show_default=False
+        ),
+    ] = None,
+    solutions: Annotated[
+        Path | None,
+        typer.Option(
+            "--solutions",
+            help="Directory with one reference solution per scenario name "
+            "(default: solutions/ beside each scenario document).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the selftest analysis as JSON.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Report base directory (default <project>/.atlante/eval).",
+            show_default=False,
+        ),
+    ] = None,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the trial sandboxes.")] = False,
+    jobs: Annotated[
+        str | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help=f"Trials run at once (default {DEFAULT_SELFTEST_JOBS}).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Prove the suite sound without a model, host or credentials.
+
+    Each scenario runs through the real engine twice: with a null agent, which
+    changes nothing (some check must fail), and with a reference agent, which
+    applies the scenario's known-good solution (every check must pass).
+
+    Exit status: 0 the suite is sound; 1 a scenario is vacuous, its solution fails
+    or is invalid, its setup fails or a check reaches no verdict; 2 validation
+    failed; 3 the report could not be written.
+    """
+
+    def action() -> int:
+        outcome: SelftestOutcome = anyio.run(
+            lambda: run_selftest(
+                path,
+                scenarios=tuple(scenario or ()),
+                solutions=solutions,
+                jobs=_jobs(jobs),
+                out=out,
+                keep=keep,
+                on_trial=_progress,
+            )
+        )
+        result = outcome.result
+        if as_json:
+            sys.stdout.write(result.to_json())
+            sys.stdout.flush()
+            return result.exit_code
+        print_diagnostics(result.diagnostics)
+        typer.echo(render_selftest(result))
+        return result.exit_code
+
+    raise typer.Exit(guarded(action))

@@ -1,0 +1,314 @@
+"""Reference solutions: where they live, what they may contain, and how they are applied.
+
+A reference solution is a known-good answer to one scenario, used by ``atlante-eval
+selftest`` to prove the scenario's checks *can* pass. It needs no key in the
+scenario document; it is found by name::
+
+    <directory of the scenario document>/solutions/<scenario name>/
+        files/        a tree copied over the sandbox root (optional)
+        delete.json   a JSON array of sandbox-relative paths to delete (optional)
+
+``--solutions DIR`` replaces ``<directory of the scenario document>/solutions``
+with ``DIR`` for every scenario. Deletions run first, then the overlay. Nothing
+else may sit in a solution directory; ``files/`` must hold only regular files and
+directories (no symbolic links, no ``.git`` or ``node_modules``), and every path
+must be a safe sandbox-relative path. When a solution is applied, every target is
+re-checked with :func:`atlante_eval.paths.resolve_no_follow`, so a symbolic link
+planted by a setup command cannot redirect a write or a deletion outside the
+sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .diagnostics import Diagnostic, warning
+from .jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
+from .paths import FORBIDDEN_SEGMENTS, UnsafePathError, resolve_no_follow, sandbox_path_problem
+from .sandbox import remove_tree
+from .scenarios import Scenario
+
+__all__ = [
+    "SOLUTIONS_DIRNAME",
+    "SOLUTION_DELETE",
+    "SOLUTION_FILES",
+    "Solution",
+    "SolutionError",
+    "apply_solution",
+    "display_path",
+    "load_solution",
+    "solution_bases",
+    "solution_directory",
+    "unknown_solution_warnings",
+]
+
+#: Name of the directory beside the scenario documents that holds their solutions.
+SOLUTIONS_DIRNAME = "solutions"
+#: Sub-directory of a solution whose tree is copied over the sandbox root.
+SOLUTION_FILES = "files"
+#: File of a solution listing sandbox-relative paths to delete.
+SOLUTION_DELETE = "delete.json"
+
+_MAX_DEPTH = 32
+_CHUNK = 1 << 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO in the way must not block the write
+
+
+class SolutionError(Exception):
+    """Raised by :func:`load_solution` and :func:`apply_solution` for a bad or unsafe solution.
+
+    ``selftest`` reports it as ``selftest-solution-invalid``.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """A validated reference solution for one scenario."""
+
+    scenario: str
+    """Name of the scenario it solves."""
+    directory: Path
+    """The solution directory."""
+    label: str
+    """The directory as shown to users (project-relative when possible)."""
+    files: tuple[str, ...]
+    """Sandbox-relative paths of the files to copy, sorted."""
+    delete: tuple[str, ...]
+    """Sandbox-relative paths to delete, in the order listed."""
+
+
+def solution_directory(scenario: Scenario, solutions: Path | None = None) -> Path:
+    """Return where the solution of ``scenario`` lives (it may not exist).
+
+    Args:
+        scenario: the scenario.
+        solutions: ``--solutions DIR``; default ``<scenario document dir>/solutions``.
+    """
+    base = solutions if solutions is not None else scenario.path.parent / SOLUTIONS_DIRNAME
+    return base / scenario.name
+
+
+def display_path(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` (``/``-separated) when inside it, else as given."""
+    try:
+        return path.absolute().relative_to(root.absolute()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _walk_files(directory: Path) -> list[str]:
+    """Return the regular files under ``directory`` as sorted relative paths."""
+    found: list[str] = []
+    stack: list[tuple[Path, str, int]] = [(directory, "", 0)]
+    while stack:
+        current, prefix, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            raise SolutionError(f"{SOLUTION_FILES}/ is nested deeper than {_MAX_DEPTH} levels")
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError as exc:
+            raise SolutionError(f"cannot read {SOLUTION_FILES}/{prefix}: {exc.strerror}") from exc
+        for entry in entries:
+            relative = f"{prefix}{entry.name}"
+            shown = f"{SOLUTION_FILES}/{relative}"
+            if entry.name in FORBIDDEN_SEGMENTS:
+                raise SolutionError(f"{shown} is a forbidden entry ({entry.name})")
+            if entry.is_symlink():
+                raise SolutionError(f"{shown} is a symbolic link")
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((Path(entry.path), f"{relative}/", depth + 1))
+            elif entry.is_file(follow_symlinks=False):
+                problem = sandbox_path_problem(relative)
+                if problem:
+                    raise SolutionError(f"{shown}: path {problem}")
+                found.append(relative)
+            else:
+                raise SolutionError(f"{shown} is not a regular file or directory")
+    return sorted(found)
+
+
+def _read_delete_list(path: Path) -> tuple[str, ...]:
+    try:
+        text = read_document(path)
+    except DocumentReadError as exc:
+        raise SolutionError(f"{SOLUTION_DELETE} {exc}") from exc
+    try:
+        value = parse_document(text, jsonc=False)
+    except DocumentParseError as exc:
+        raise SolutionError(
+            f"{SOLUTION_DELETE} is malformed JSON ({exc.message} at line {exc.line}, "
+            f"column {exc.column})"
+        ) from exc
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise SolutionError(f"{SOLUTION_DELETE} must be a JSON array of path strings")
+    seen: set[str] = set()
+    for item in value:
+        problem = sandbox_path_problem(item)
+        if problem:
+            raise SolutionError(f"{SOLUTION_DELETE}: path {item!r} {problem}")
+        if item in seen:
+            raise SolutionError(f"{SOLUTION_DELETE} lists {item!r} twice")
+        seen.add(item)
+    return tuple(value)
+
+
+def load_solution(directory: Path, *, scenario: str, label: str) -> Solution | None:
+    """Validate the solution directory of ``scenario``; ``None`` when there is none.
+
+    Raises:
+        SolutionError: the directory is a symlink or not a directory, holds other
+            entries than ``files/`` and ``delete.json``, is empty, or holds an
+            unsafe path.
+    """
+    try:
+        info = os.lstat(directory)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SolutionError(f"cannot inspect the solution directory: {exc.strerror}") from exc
+    if stat.S_ISLNK(info.st_mode):
+        raise SolutionError("the solution directory is a symbolic link")
+    if not stat.S_ISDIR(info.st_mode):
+        raise SolutionError("the solution is not a directory")
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as exc:
+        raise SolutionError(f"cannot read the solution directory: {exc.strerror}") from exc
+    unexpected = [n for n in names if n not in (SOLUTION_FILES, SOLUTION_DELETE)]
+    if unexpected:
+        raise SolutionError(
+            f"unexpected entries {', '.join(unexpected)}; a solution holds only "
+            f"{SOLUTION_FILES}/ and {SOLUTION_DELETE}"
+        )
+    if not names:
+        raise SolutionError(f"the solution is empty; add {SOLUTION_FILES}/ or {SOLUTION_DELETE}")
+    files: list[str] = []
+    if SOLUTION_FILES in names:
+        tree = directory / SOLUTION_FILES
+        tree_info = os.lstat(tree)
+        if stat.S_ISLNK(tree_info.st_mode) or not stat.S_ISDIR(tree_info.st_mode):
+            raise SolutionError(f"{SOLUTION_FILES} must be a real directory")
+        files = _walk_files(tree)
+    delete: tuple[str, ...] = ()
+    if SOLUTION_DELETE in names:
+        delete = _read_delete_list(directory / SOLUTION_DELETE)
+    return Solution(
+        scenario=scenario, directory=directory, label=label, files=tuple(files), delete=delete
+    )
+
+
+def unknown_solution_warnings(
+    bases: Iterable[Path], names: set[str], *, root: Path
+) -> list[Diagnostic]:
+    """Warn about solution directories under ``bases`` that name no discovered scenario."""
+    problems: list[Diagnostic] = []
+    for base in sorted(set(bases)):
+        try:
+            entries = sorted(os.scandir(base), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name in names or not entry.is_dir(follow_symlinks=False):
+                continue
+            problems.append(
+                warning(
+                    "selftest-solution-invalid",
+                    f'solution directory "{entry.name}" names no discovered scenario',
+                    source=display_path(Path(entry.path), root),
+                    next="rename it after the scenario it solves, or remove it",
+                )
+            )
+    return problems
+
+
+def _delete(sandbox: Path, relative: str) -> None:
+    target = resolve_no_follow(sandbox, relative)
+    try:
+        info = os.lstat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        raise SolutionError(
+            f"{SOLUTION_DELETE} lists {relative}, which does not exist in the sandbox"
+        ) from None
+    if stat.S_ISDIR(info.st_mode):
+        remove_tree(target)
+    else:
+        os.unlink(target)
+
+
+def _make_parents(sandbox: Path, relative: str) -> None:
+    current = sandbox
+    for part in relative.split("/")[:-1]:
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            current.mkdir()
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise UnsafePathError(f"path traverses a symbolic link at {relative}")
+        if not stat.S_ISDIR(info.st_mode):
+            raise SolutionError(f"cannot write {relative}: a parent is not a directory")
+
+
+def _copy(source: Path, sandbox: Path, relative: str) -> None:
+    target = resolve_no_follow(sandbox, relative)
+    _make_parents(sandbox, relative)
+    try:
+        src = os.open(source, os.O_RDONLY | _NOFOLLOW)
+    except OSError as exc:
+        raise SolutionError(f"cannot read {SOLUTION_FILES}/{relative}: {exc.strerror}") from exc
+    try:
+        mode = os.fstat(src).st_mode
+        if not stat.S_ISREG(mode):
+            raise SolutionError(f"{SOLUTION_FILES}/{relative} is not a regular file")
+        try:
+            dst = os.open(target, os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _NONBLOCK, mode & 0o777)
+        except IsADirectoryError:
+            raise SolutionError(f"cannot write {relative}: a directory is in the way") from None
+        try:
+            if not stat.S_ISREG(os.fstat(dst).st_mode):
+                raise SolutionError(f"cannot write {relative}: it is not a regular file")
+            os.ftruncate(dst, 0)
+            os.fchmod(dst, mode & 0o777)
+            while chunk := os.read(src, _CHUNK):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(dst, view) :]
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def apply_solution(solution: Solution, sandbox: Path) -> dict[str, int]:
+    """Delete the listed paths, then copy ``files/`` over the sandbox root.
+
+    Returns:
+        ``{"deleted": n, "written": m}``.
+
+    Raises:
+        SolutionError: a listed path is missing, a target crosses a symbolic link or
+            escapes the sandbox, or a file cannot be written.
+    """
+    try:
+        for relative in solution.delete:
+            _delete(sandbox, relative)
+        for relative in solution.files:
+            _copy(solution.directory / SOLUTION_FILES / relative, sandbox, relative)
+    except UnsafePathError as exc:
+        raise SolutionError(str(exc)) from exc
+    except OSError as exc:
+        raise SolutionError(f"cannot apply the solution: {exc}") from exc
+    return {"deleted": len(solution.delete), "written": len(solution.files)}
+
+
+def solution_bases(scenarios: Sequence[Scenario], solutions: Path | None) -> list[Path]:
+    """The directories that may hold solutions for ``scenarios``."""
+    if solutions is not None:
+        return [solutions]
+    return sorted({s.path.parent / SOLUTIONS_DIRNAME for s in scenarios})
