@@ -411,4 +411,5 @@ def main() -> None:
     app()
 
 
-from . import cli_selftest  # noqa: E402,F401 - registers the selftest command
+# compare, junit, merge (cli_reports) and selftest (cli_selftest) register on ``app``.
+from . import cli_reports, cli_selftest  # noqa: E402,F401 - imported after app, for effect

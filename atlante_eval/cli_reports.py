@@ -1,0 +1,262 @@
+"""Commands over published reports: ``compare``, ``junit`` and ``merge``.
+
+Registered on :data:`atlante_eval.cli.app` by importing this module (cli.py does so
+at its end). Each command reads reports with :func:`atlante_eval.reports_io.load_report`
+(``report-unreadable``, exit 2) and writes files atomically.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .cli import _color, app, guarded, print_diagnostics
+from .compare import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn, compare_reports, gate_fails
+from .compare_render import render_markdown, render_text
+from .diagnostics import DiagnosticError, error
+from .junit import junit_xml, write_junit
+from .merge import ShardReport, merge_reports
+from .progress import render_summary
+from .publish import PublishError, atomic_write, publish_error, reserve_run_dir
+from .reports_io import REPORT_FILE, load_report, report_path
+
+__all__ = ["compare", "junit", "merge"]
+
+_REPORT_HELP = "a report.json, or the run directory that holds one"
+BaseArg = Annotated[
+    Path, typer.Argument(metavar="BASE", help=f"The baseline: {_REPORT_HELP}.", show_default=False)
+]
+HeadArg = Annotated[
+    Path, typer.Argument(metavar="HEAD", help=f"The revision under test: {_REPORT_HELP}.")
+]
+ReportArg = Annotated[
+    Path, typer.Argument(metavar="REPORT", help=f"The report: {_REPORT_HELP}.", show_default=False)
+]
+
+
+@app.command()
+def compare(
+    base: BaseArg,
+    head: HeadArg,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as JSON (see docs/cli.md).")
+    ] = False,
+    markdown: Annotated[
+        Path | None,
+        typer.Option(
+            "--markdown",
+            metavar="FILE",
+            help="Also write a Markdown summary to FILE ('-' prints it instead of the table).",
+            show_default=False,
+        ),
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a scenario or the overall result regressed (or changed at all).",
+            show_default=False,
+        ),
+    ] = None,
+    alpha: Annotated[
+        str | None,
+        typer.Option(
+            "--alpha",
+            metavar="NUMBER",
+            help=f"Significance level; intervals are at 1 - alpha (default {DEFAULT_ALPHA}).",
+            show_default=False,
+        ),
+    ] = None,
+    margin: Annotated[
+        str | None,
+        typer.Option(
+            "--margin",
+            metavar="NUMBER",
+            help="Largest pass-rate change counted as unchanged, as a fraction "
+            f"(default {DEFAULT_MARGIN} = 10 points).",
+            show_default=False,
+        ),
+    ] = None,
+    adjust: Annotated[
+        Adjust,
+        typer.Option("--adjust", help="Multiple-comparison adjustment across scenarios."),
+    ] = "holm",
+) -> None:
+    """Compare two runs: did HEAD's harness pass more or less often than BASE's?
+
+    Per scenario and overall: pass rates over graded trials (executed minus
+    infra-errors) with Wilson intervals, the difference with a Newcombe interval, a
+    Fisher exact p-value adjusted across scenarios, and a verdict (improved,
+    regressed, unchanged, inconclusive). Exit status: 0, or 1 when --fail-on trips;
+    2 when a report cannot be read or an option is invalid.
+    """
+
+    def action() -> int:
+        alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
+        margin_value = _fraction("--margin", margin, DEFAULT_MARGIN, allow_one=True)
+        if as_json and markdown == Path("-"):
+            raise DiagnosticError(
+                [error("invalid-option", "--json and --markdown - both want standard output")]
+            )
+        base_file, head_file = report_path(base), report_path(head)
+        result = compare_reports(
+            load_report(base_file),
+            load_report(head_file),
+            base_path=str(base_file),
+            head_path=str(head_file),
+            alpha=alpha_value,
+            margin=margin_value,
+            adjust=adjust,
+        )
+        print_diagnostics(result.diagnostics())
+        if markdown is not None and markdown != Path("-"):
+            _write(markdown, render_markdown(result).encode("utf-8"), what="Markdown summary")
+        if as_json:
+            sys.stdout.write(result.to_json())
+        elif markdown == Path("-"):
+            sys.stdout.write(render_markdown(result))
+        else:
+            typer.echo(render_text(result, color=_color(sys.stdout)))
+        sys.stdout.flush()
+        return 1 if gate_fails(result, fail_on) else 0
+
+    raise typer.Exit(guarded(action))
+
+
+@app.command()
+def junit(
+    report: ReportArg,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the XML to FILE (default: standard output).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Convert a report to JUnit XML: one testsuite per scenario, one testcase per trial.
+
+    fail, timeout and budget-exceeded become <failure>, infra-error <error>,
+    skipped-budget <skipped>. Exit status: 0, or 2 when the report cannot be read.
+    """
+
+    def action() -> int:
+        loaded = load_report(report)
+        if output is None:
+            sys.stdout.buffer.write(junit_xml(loaded))
+            sys.stdout.flush()
+        else:
+            write_junit(loaded, output)
+        return 0
+
+    raise typer.Exit(guarded(action))
+
+
+@app.command()
+def merge(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="REPORT...",
+            help="Every shard report of the run (report.json files or run directories).",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Publish as DIR/<runId>/report.json, like run --out.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the merged report to FILE (never overwritten).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Merge the shard reports of one run (run --shard I/N) into the whole run's report.
+
+    Without --out or --output the merged report is printed as JSON. Exit status: 0,
+    or 2 when a report cannot be read or the shards do not form one complete run.
+    """
+
+    def action() -> int:
+        if out is not None and output is not None:
+            raise DiagnosticError(
+                [error("invalid-option", "--out and --output are alternatives; pass one")]
+            )
+        shards = [ShardReport(str(report_path(p)), load_report(p)) for p in reports]
+        merged = merge_reports(shards)
+        if out is None and output is None:
+            sys.stdout.write(merged.to_json())
+            sys.stdout.flush()
+            return 0
+        if out is not None:
+            try:
+                run_id, run_dir = reserve_run_dir(out, merged.run_id)
+                merged = merged.model_copy(update={"run_id": run_id})
+                path = run_dir / REPORT_FILE
+                atomic_write(path, merged.to_json().encode("utf-8"))
+            except PublishError as exc:
+                raise publish_error(out, exc) from None
+        else:
+            assert output is not None
+            path = output
+            _write(path, merged.to_json().encode("utf-8"), what="merged report", replace=False)
+        typer.echo(f"merged {len(shards)} shard reports")
+        typer.echo(render_summary(merged, path, color=_color(sys.stdout)))
+        return 0
+
+    raise typer.Exit(guarded(action))
+
+
+def _fraction(flag: str, raw: str | None, default: float, *, allow_one: bool) -> float:
+    """Parse a number in (0, 1) (or (0, 1] with ``allow_one``) into a diagnostic on error."""
+    if raw is None:
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and value > 0.0 and (value <= 1.0 if allow_one else value < 1.0):
+        return value
+    bounds = "0 < value <= 1" if allow_one else "0 < value < 1"
+    raise DiagnosticError(
+        [
+            error(
+                "invalid-option",
+                f"{flag} must be a number with {bounds}, got {raw}",
+                expected=f"e.g. {flag} {default}",
+            )
+        ]
+    )
+
+
+def _write(path: Path, data: bytes, *, what: str, replace: bool = True) -> None:
+    try:
+        atomic_write(path, data, replace=replace)
+    except PublishError as exc:
+        raise DiagnosticError(
+            [
+                error(
+                    "eval-report-failed",
+                    f"could not write the {what}: {exc}",
+                    source=str(path),
+                    cause=str(exc),
+                    next="choose a writable path and try again",
+                )
+            ]
+        ) from None
