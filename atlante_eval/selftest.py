@@ -14,16 +14,17 @@ instead of a coding-agent host:
   null agent only, with a ``selftest-no-solution`` warning.
 
 Setup failures and checks that reach no verdict (a bad path, a missing tool) are
-reported too. Both trials of every scenario go into one report, published like a
-run's with ``meta.host`` ``"selftest"`` and each trial's ``hostEvidence.agent``
-naming its agent; the analysis is written beside it as ``selftest.json``. No model,
+reported too (:mod:`atlante_eval.selftest_findings` turns trials into findings).
+Both trials of every scenario go into one report, published like a run's with
+``meta.host`` ``"selftest"`` and each trial's ``hostEvidence.agent`` naming its
+agent; the analysis is written beside it as ``selftest.json``. No model,
 credentials, host CLI or network is needed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,15 +33,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
 from ._version import __version__
-from .diagnostics import Diagnostic, DiagnosticError, Location, error, warning
+from .diagnostics import DiagnosticError, error
 from .engine import Engine, EngineOptions
 from .events import ProgressEvent
 from .hosts.base import SessionEnd, SessionUsage, TrialContext
-from .jsondoc import locate_pointers
 from .plan import Plan, PlannedTrial, resolve_budget
 from .publish import (
     PublishError,
@@ -50,20 +48,20 @@ from .publish import (
     publish_error,
     reserve_run_dir,
 )
-from .report import CheckResult, Meta, RunReport, TrialResult, Verdict
+from .report import Meta, RunReport, TrialResult
 from .results import finalize, scenario_result
 from .sandbox import create_run_root, remove_tree
-from .scenarios import Check, CommandCheck, DiffAllowlistCheck, FileContainsCheck, Scenario
-from .solutions import (
-    Solution,
-    SolutionError,
-    apply_solution,
-    display_path,
-    load_solution,
-    solution_bases,
-    solution_directory,
-    unknown_solution_warnings,
+from .selftest_findings import (
+    NULL_TRIAL,
+    REFERENCE_TRIAL,
+    AgentOutcome,
+    ScenarioSelftest,
+    SelftestResult,
+    analyse,
+    describe_check,
+    find_solutions,
 )
+from .solutions import Solution, SolutionError, apply_solution
 from .suite import Suite, load_suite
 
 __all__ = [
@@ -85,14 +83,8 @@ __all__ = [
 
 #: ``meta.host`` of a selftest report.
 SELFTEST_HOST = "selftest"
-#: Trial index of the null agent in each scenario.
-NULL_TRIAL = 0
-#: Trial index of the reference agent in each scenario (only when it has a solution).
-REFERENCE_TRIAL = 1
 #: Trials run at once by default: the stand-in agents are instant, the checks are not.
 DEFAULT_SELFTEST_JOBS = 4
-#: Characters of command output quoted in a finding.
-_OUTPUT_CHARS = 600
 
 AgentName = Literal["null", "reference"]
 TrialCallback = Callable[[str, AgentName, TrialResult], object]
@@ -185,67 +177,6 @@ class SelftestHost:
         return SessionEnd(error=f"selftest has no agent for trial {context.trial}")
 
 
-class _SelftestModel(BaseModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        use_attribute_docstrings=True,
-    )
-
-
-class AgentOutcome(_SelftestModel):
-    """What one stand-in agent's trial came to."""
-
-    verdict: Verdict
-    """The trial's verdict in the report."""
-    failed_checks: list[int]
-    """Indexes of the checks that failed."""
-    errored_checks: list[int]
-    """Indexes of the checks that reached no verdict."""
-    error: str | None = None
-    """The trial's error text (setup failure, solution not applied, ...)."""
-
-
-class ScenarioSelftest(_SelftestModel):
-    """The selftest's judgement of one scenario."""
-
-    ok: bool
-    """No error was found for this scenario."""
-    checks: int
-    """Number of checks in the scenario document."""
-    solution: str | None
-    """The reference solution directory used (``None``: there is none)."""
-    null_agent: AgentOutcome | None
-    """Trial 0; ``None`` only when it never ran."""
-    reference_agent: AgentOutcome | None
-    """Trial 1; ``None`` without a valid solution."""
-    findings: list[str]
-    """Codes of the diagnostics about this scenario, errors and warnings."""
-
-
-class SelftestResult(_SelftestModel):
-    """The analysis of a selftest run (``selftest.json`` beside ``report.json``)."""
-
-    ok: bool
-    """Every scenario is sound (warnings allowed)."""
-    exit_code: int
-    """0 sound, 1 a scenario is vacuous, its solution fails, or it cannot run."""
-    run_id: str
-    """Run id of the report."""
-    report: str
-    """Path of ``report.json``."""
-    scenarios: dict[str, ScenarioSelftest]
-    """Per-scenario judgement, in name order."""
-    diagnostics: list[Diagnostic]
-    """Every finding, errors and warnings."""
-
-    def to_json(self) -> str:
-        """Serialise as 2-space JSON with a trailing newline."""
-        return self.model_dump_json(by_alias=True, exclude_none=True, indent=2) + "\n"
-
-
 @dataclass(frozen=True, slots=True)
 class SelftestOutcome:
     """A published selftest: its analysis, the run report, and where both are."""
@@ -259,302 +190,6 @@ class SelftestOutcome:
     def exit_code(self) -> int:
         """0 when the suite is sound, 1 otherwise."""
         return self.result.exit_code
-
-
-def describe_check(check: Check) -> str:
-    """A short human label for a check, e.g. ``command python3 -m unittest``."""
-    if isinstance(check, CommandCheck):
-        return "command " + " ".join(check.run)
-    if isinstance(check, DiffAllowlistCheck):
-        count = len(check.allow)
-        return f"diff-allowlist of {count} path{'s' if count != 1 else ''}"
-    return f"{check.type} {check.path}"
-
-
-def _location(scenario: Scenario, pointer: str) -> Location | None:
-    if not scenario.text:
-        return None
-    try:
-        position = locate_pointers(scenario.text).get(pointer)
-    except Exception:  # noqa: BLE001 - a position is a nicety; never fail a finding over it
-        return None
-    return Location(line=position[0], column=position[1]) if position else None
-
-
-def _at(scenario: Scenario, pointer: str) -> dict[str, Any]:
-    return {
-        "source": scenario.source,
-        "pointer": pointer,
-        "location": _location(scenario, pointer),
-    }
-
-
-def _outcome(result: TrialResult | None) -> AgentOutcome | None:
-    if result is None:
-        return None
-    checks = result.checks or []
-    return AgentOutcome(
-        verdict=result.verdict,
-        failed_checks=[c.index for c in checks if c.verdict == "fail"],
-        errored_checks=[c.index for c in checks if c.verdict == "error"],
-        error=result.error,
-    )
-
-
-def _evidence_summary(check: Check, result: CheckResult) -> str:
-    evidence = result.evidence
-    if isinstance(check, CommandCheck):
-        parts = [f"exit {evidence.get('exit')}, expected {evidence.get('expectExit')}"]
-        if evidence.get("timedOut"):
-            parts.append(f"timed out after {check.timeout_ms}ms")
-        if "outputMatches" in evidence and evidence.get("exit") == evidence.get("expectExit"):
-            parts.append(f"output does not match {check.output_matches!r}")
-        output = str(evidence.get("output", ""))[-_OUTPUT_CHARS:]
-        if output:
-            parts.append(f"output: {output}")
-        return "; ".join(parts)
-    if isinstance(check, FileContainsCheck):
-        if "exists" in evidence:
-            return f"{check.path} is not a regular file" + (
-                "" if evidence["exists"] else " (it does not exist)"
-            )
-        return f"{check.path} does not contain {check.pattern!r}"
-    if check.type in ("file-exists", "file-absent"):
-        return f"{check.path} {'exists' if evidence.get('exists') else 'does not exist'}"
-    if check.type == "file-unchanged":
-        return f"{check.path} changed"
-    return json.dumps(evidence, ensure_ascii=False)[:_OUTPUT_CHARS]
-
-
-def _assembly_failure(result: TrialResult) -> bool:
-    return result.verdict == "infra-error" and result.checks is None and not result.host_evidence
-
-
-def _setup_findings(
-    scenario: Scenario, null: TrialResult | None, reference: TrialResult | None
-) -> list[Diagnostic]:
-    failed = [
-        (agent, r)
-        for agent, r in (("null", null), ("reference", reference))
-        if r is not None and _assembly_failure(r)
-    ]
-    if not failed:
-        return []
-    messages = {r.error for _, r in failed}
-    agents = " and ".join(f"{a} agent" for a, _ in failed)
-    text = failed[0][1].error or "unknown error"
-    pointer = "/task/setup" if text.startswith("setup ") else "/task/fixture"
-    if len(messages) > 1:
-        text = "; ".join(f"{a} agent: {r.error}" for a, r in failed)
-    return [
-        error(
-            "selftest-setup-failed",
-            f'scenario "{scenario.name}": the sandbox could not be assembled for the {agents}',
-            cause=text,
-            next="fix the fixture or task.setup so it works on a fresh copy of the fixture",
-            **_at(scenario, pointer),
-        )
-    ]
-
-
-def _check_error_findings(
-    scenario: Scenario, null: TrialResult | None, reference: TrialResult | None
-) -> list[Diagnostic]:
-    seen: dict[tuple[int, str], list[str]] = {}
-    for agent, result in (("null", null), ("reference", reference)):
-        if result is None:
-            continue
-        errored = [c for c in result.checks or [] if c.verdict == "error"]
-        for outcome in errored:
-            cause = str(outcome.evidence.get("cause", "no verdict"))
-            seen.setdefault((outcome.index, cause), []).append(agent)
-        graded = result.checks is not None and result.verdict == "infra-error"
-        if graded and not errored and result.error:
-            seen.setdefault((-1, result.error), []).append(agent)
-    findings = []
-    for (index, cause), agents in seen.items():
-        who = " and ".join(f"{a} agent" for a in agents)
-        if index < 0:
-            findings.append(
-                error(
-                    "selftest-check-error",
-                    f'scenario "{scenario.name}": the trial could not be graded with the {who}',
-                    cause=cause,
-                    next="check that git works in the sandbox, then run selftest again",
-                    source=scenario.source,
-                )
-            )
-            continue
-        check = scenario.document.checks[index]
-        findings.append(
-            error(
-                "selftest-check-error",
-                f'scenario "{scenario.name}": check {index} ({describe_check(check)}) '
-                f"reached no verdict with the {who}",
-                cause=cause,
-                next="fix the check: a program on PATH, a path that stays inside the sandbox "
-                "without symbolic links, a readable file",
-                **_at(scenario, f"/checks/{index}"),
-            )
-        )
-    return findings
-
-
-def _vacuity_findings(scenario: Scenario, null: TrialResult | None) -> list[Diagnostic]:
-    if null is None or null.verdict != "pass":
-        return []
-    labels = "; ".join(
-        f"{i} {describe_check(check)}" for i, check in enumerate(scenario.document.checks)
-    )
-    return [
-        error(
-            "selftest-vacuous",
-            f'scenario "{scenario.name}" is vacuous: it passes with the null agent, which '
-            f"changes nothing (checks: {labels})",
-            expected="at least one check that fails until the task is done",
-            next="add a check that only the finished task satisfies, e.g. file-contains on "
-            "the file the agent must write, or a command that runs the fixture's tests",
-            **_at(scenario, "/checks"),
-        )
-    ]
-
-
-def _solution_findings(
-    scenario: Scenario, solution: Solution, reference: TrialResult | None
-) -> list[Diagnostic]:
-    if reference is None:
-        return []
-    evidence = reference.host_evidence or {}
-    if "applyError" in evidence:
-        return [
-            error(
-                "selftest-solution-invalid",
-                f'the reference solution of "{scenario.name}" could not be applied',
-                source=solution.label,
-                cause=str(evidence["applyError"]),
-                next="fix the solution's files/ or delete.json (see docs/writing-scenarios.md)",
-            )
-        ]
-    if reference.verdict not in ("fail", "pass") and reference.checks is None:
-        if _assembly_failure(reference):
-            return []  # reported as selftest-setup-failed
-        return [
-            error(
-                "selftest-solution-failed",
-                f'the reference solution of "{scenario.name}" did not complete: '
-                f"{reference.verdict}",
-                source=solution.label,
-                cause=reference.error,
-            )
-        ]
-    findings = []
-    for result in reference.checks or []:
-        if result.verdict != "fail":
-            continue
-        check = scenario.document.checks[result.index]
-        if isinstance(check, DiffAllowlistCheck):
-            unexpected = ", ".join(result.evidence.get("unexpected", []))
-            findings.append(
-                error(
-                    "selftest-solution-failed",
-                    f'scenario "{scenario.name}": the reference solution changes paths outside '
-                    f"the diff-allowlist of check {result.index}: {unexpected}",
-                    expected="every path the solution changes is in allow",
-                    next="add the paths to allow if the task needs them, or take them out of "
-                    f"the solution ({solution.label})",
-                    **_at(scenario, f"/checks/{result.index}"),
-                )
-            )
-            continue
-        findings.append(
-            error(
-                "selftest-solution-failed",
-                f'scenario "{scenario.name}": the reference solution fails check {result.index} '
-                f"({describe_check(check)})",
-                cause=_evidence_summary(check, result),
-                next=f"fix the solution ({solution.label}) or the check",
-                **_at(scenario, f"/checks/{result.index}"),
-            )
-        )
-    return findings
-
-
-@dataclass(frozen=True, slots=True)
-class _Solutions:
-    found: dict[str, Solution]
-    invalid: dict[str, Diagnostic]
-    missing: dict[str, str]
-    """Scenario name -> where its solution was looked for."""
-    warnings: list[Diagnostic]
-
-
-def _find_solutions(suite: Suite, solutions: Path | None) -> _Solutions:
-    root = suite.project.root
-    found: dict[str, Solution] = {}
-    invalid: dict[str, Diagnostic] = {}
-    missing: dict[str, str] = {}
-    for scenario in suite.scenarios:
-        directory = solution_directory(scenario, solutions)
-        label = display_path(directory, root)
-        try:
-            solution = load_solution(directory, scenario=scenario.name, label=label)
-        except SolutionError as exc:
-            invalid[scenario.name] = error(
-                "selftest-solution-invalid",
-                f'the reference solution of "{scenario.name}" is invalid: {exc}',
-                source=label,
-                expected="a directory with files/ (a tree to copy) and/or delete.json "
-                "(an array of paths)",
-                next="fix the solution directory (see docs/writing-scenarios.md)",
-            )
-            continue
-        if solution is None:
-            missing[scenario.name] = label
-        else:
-            found[scenario.name] = solution
-    names = {s.name for s in suite.discovered}
-    stray = unknown_solution_warnings(solution_bases(suite.discovered, solutions), names, root=root)
-    return _Solutions(found=found, invalid=invalid, missing=missing, warnings=stray)
-
-
-def _analyse(
-    plan: Plan, results: Mapping[int, TrialResult], solutions: _Solutions
-) -> tuple[dict[str, ScenarioSelftest], list[Diagnostic]]:
-    by_trial = {(t.scenario.name, t.index): results.get(t.position) for t in plan.trials}
-    scenarios: dict[str, ScenarioSelftest] = {}
-    everything: list[Diagnostic] = []
-    for scenario in plan.scenarios:
-        name = scenario.name
-        null = by_trial.get((name, NULL_TRIAL))
-        reference = by_trial.get((name, REFERENCE_TRIAL))
-        solution = solutions.found.get(name)
-        findings: list[Diagnostic] = []
-        if name in solutions.invalid:
-            findings.append(solutions.invalid[name])
-        findings += _setup_findings(scenario, null, reference)
-        findings += _check_error_findings(scenario, null, reference)
-        findings += _vacuity_findings(scenario, null)
-        if solution is not None:
-            findings += _solution_findings(scenario, solution, reference)
-        if name in solutions.missing:
-            findings.append(
-                warning(
-                    "selftest-no-solution",
-                    f'scenario "{name}" has no reference solution: only the null agent ran',
-                    source=scenario.source,
-                    next=f"add {solutions.missing[name]}/files/ to prove its checks can pass",
-                )
-            )
-        scenarios[name] = ScenarioSelftest(
-            ok=not any(d.severity == "error" for d in findings),
-            checks=len(scenario.document.checks),
-            solution=solution.label if solution is not None else None,
-            null_agent=_outcome(null),
-            reference_agent=_outcome(reference),
-            findings=[d.code for d in findings],
-        )
-        everything += findings
-    return scenarios, everything + solutions.warnings
 
 
 def _plan(suite: Suite, solutions: Mapping[str, Solution]) -> Plan:
@@ -643,7 +278,7 @@ async def run_selftest(
     job_count, solutions_dir = _check_options(jobs, solutions)
     suite = load_suite(path, scenario_filter=list(scenarios))
     assert suite.native is not None
-    found = _find_solutions(suite, solutions_dir)
+    found = find_solutions(suite, solutions_dir)
     plan = _plan(suite, found.found)
     base = Path(out) if out is not None else suite.project.root / ".atlante" / "eval"
     try:
@@ -687,6 +322,10 @@ async def run_selftest(
     )
     try:
         await engine.run()
+    except BaseException:
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()  # nothing was published into the reserved directory
+        raise
     finally:
         if not keep:
             with anyio.CancelScope(shield=True):
@@ -707,7 +346,7 @@ async def run_selftest(
             scenarios={s.name: scenario_result(s, by_name[s.name]) for s in plan.scenarios},
         )
     )
-    judged, diagnostics = _analyse(plan, results, found)
+    judged, diagnostics = analyse(plan, results, found)
     failed = any(d.severity == "error" for d in diagnostics)
     report_path = run_dir / "report.json"
     result = SelftestResult(

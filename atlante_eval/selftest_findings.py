@@ -1,0 +1,417 @@
+"""What a selftest found: the judgement of each scenario and its diagnostics.
+
+:func:`analyse` reads the null agent's trial (0) and the reference agent's trial
+(1) of each scenario and turns them into findings: ``selftest-vacuous`` when the
+null agent passes, ``selftest-solution-failed`` when the reference solution fails
+a check (a ``diff-allowlist`` it violates included), ``selftest-solution-invalid``
+when it cannot be applied, ``selftest-setup-failed`` when the sandbox cannot be
+assembled, ``selftest-check-error`` when a check reaches no verdict, and a
+``selftest-no-solution`` warning when there is no solution to try.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from .diagnostics import Diagnostic, Location, error, warning
+from .jsondoc import locate_pointers
+from .plan import Plan
+from .report import CheckResult, TrialResult, Verdict
+from .scenarios import Check, CommandCheck, DiffAllowlistCheck, FileContainsCheck, Scenario
+from .solutions import (
+    Solution,
+    SolutionError,
+    display_path,
+    load_solution,
+    solution_bases,
+    solution_directory,
+    unknown_solution_warnings,
+)
+from .suite import Suite
+
+__all__ = [
+    "NULL_TRIAL",
+    "REFERENCE_TRIAL",
+    "AgentOutcome",
+    "ScenarioSelftest",
+    "SelftestResult",
+    "SolutionSearch",
+    "analyse",
+    "describe_check",
+    "find_solutions",
+]
+
+#: Trial index of the null agent in each scenario.
+NULL_TRIAL = 0
+#: Trial index of the reference agent in each scenario (only when it has a solution).
+REFERENCE_TRIAL = 1
+#: Characters of command output quoted in a finding.
+_OUTPUT_CHARS = 600
+
+
+class _SelftestModel(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+    )
+
+
+class AgentOutcome(_SelftestModel):
+    """What one stand-in agent's trial came to."""
+
+    verdict: Verdict
+    """The trial's verdict in the report."""
+    failed_checks: list[int]
+    """Indexes of the checks that failed."""
+    errored_checks: list[int]
+    """Indexes of the checks that reached no verdict."""
+    error: str | None = None
+    """The trial's error text (setup failure, solution not applied, ...)."""
+
+
+class ScenarioSelftest(_SelftestModel):
+    """The selftest's judgement of one scenario."""
+
+    ok: bool
+    """No error was found for this scenario."""
+    checks: int
+    """Number of checks in the scenario document."""
+    solution: str | None
+    """The reference solution directory used (``None``: there is none)."""
+    null_agent: AgentOutcome | None
+    """Trial 0; ``None`` only when it never ran."""
+    reference_agent: AgentOutcome | None
+    """Trial 1; ``None`` without a valid solution."""
+    findings: list[str]
+    """Codes of the diagnostics about this scenario, errors and warnings."""
+
+
+class SelftestResult(_SelftestModel):
+    """The analysis of a selftest run (``selftest.json`` beside ``report.json``)."""
+
+    ok: bool
+    """Every scenario is sound (warnings allowed)."""
+    exit_code: int
+    """0 sound, 1 a scenario is vacuous, its solution fails, or it cannot run."""
+    run_id: str
+    """Run id of the report."""
+    report: str
+    """Path of ``report.json``."""
+    scenarios: dict[str, ScenarioSelftest]
+    """Per-scenario judgement, in name order."""
+    diagnostics: list[Diagnostic]
+    """Every finding, errors and warnings."""
+
+    def to_json(self) -> str:
+        """Serialise as 2-space JSON with a trailing newline."""
+        return self.model_dump_json(by_alias=True, exclude_none=True, indent=2) + "\n"
+
+
+def describe_check(check: Check) -> str:
+    """A short human label for a check, e.g. ``command python3 -m unittest``."""
+    if isinstance(check, CommandCheck):
+        return "command " + " ".join(check.run)
+    if isinstance(check, DiffAllowlistCheck):
+        count = len(check.allow)
+        return f"diff-allowlist of {count} path{'s' if count != 1 else ''}"
+    return f"{check.type} {check.path}"
+
+
+def _location(scenario: Scenario, pointer: str) -> Location | None:
+    if not scenario.text:
+        return None
+    try:
+        position = locate_pointers(scenario.text).get(pointer)
+    except Exception:  # noqa: BLE001 - a position is a nicety; never fail a finding over it
+        return None
+    return Location(line=position[0], column=position[1]) if position else None
+
+
+def _at(scenario: Scenario, pointer: str) -> dict[str, Any]:
+    return {
+        "source": scenario.source,
+        "pointer": pointer,
+        "location": _location(scenario, pointer),
+    }
+
+
+def _outcome(result: TrialResult | None) -> AgentOutcome | None:
+    if result is None:
+        return None
+    checks = result.checks or []
+    return AgentOutcome(
+        verdict=result.verdict,
+        failed_checks=[c.index for c in checks if c.verdict == "fail"],
+        errored_checks=[c.index for c in checks if c.verdict == "error"],
+        error=result.error,
+    )
+
+
+def _evidence_summary(check: Check, result: CheckResult) -> str:
+    evidence = result.evidence
+    if isinstance(check, CommandCheck):
+        parts = [f"exit {evidence.get('exit')}, expected {evidence.get('expectExit')}"]
+        if evidence.get("timedOut"):
+            parts.append(f"timed out after {check.timeout_ms}ms")
+        if "outputMatches" in evidence and evidence.get("exit") == evidence.get("expectExit"):
+            parts.append(f"output does not match {check.output_matches!r}")
+        output = str(evidence.get("output", ""))[-_OUTPUT_CHARS:]
+        if output:
+            parts.append(f"output: {output}")
+        return "; ".join(parts)
+    if isinstance(check, FileContainsCheck):
+        if "exists" in evidence:
+            return f"{check.path} is not a regular file" + (
+                "" if evidence["exists"] else " (it does not exist)"
+            )
+        return f"{check.path} does not contain {check.pattern!r}"
+    if check.type in ("file-exists", "file-absent"):
+        return f"{check.path} {'exists' if evidence.get('exists') else 'does not exist'}"
+    if check.type == "file-unchanged":
+        return f"{check.path} changed"
+    return json.dumps(evidence, ensure_ascii=False)[:_OUTPUT_CHARS]
+
+
+def _assembly_failure(result: TrialResult) -> bool:
+    return result.verdict == "infra-error" and result.checks is None and not result.host_evidence
+
+
+def _setup_findings(
+    scenario: Scenario, null: TrialResult | None, reference: TrialResult | None
+) -> list[Diagnostic]:
+    failed = [
+        (agent, r)
+        for agent, r in (("null", null), ("reference", reference))
+        if r is not None and _assembly_failure(r)
+    ]
+    if not failed:
+        return []
+    messages = {r.error for _, r in failed}
+    agents = " and ".join(f"{a} agent" for a, _ in failed)
+    text = failed[0][1].error or "unknown error"
+    pointer = "/task/setup" if text.startswith("setup ") else "/task/fixture"
+    if len(messages) > 1:
+        text = "; ".join(f"{a} agent: {r.error}" for a, r in failed)
+    return [
+        error(
+            "selftest-setup-failed",
+            f'scenario "{scenario.name}": the sandbox could not be assembled for the {agents}',
+            cause=text,
+            next="fix the fixture or task.setup so it works on a fresh copy of the fixture",
+            **_at(scenario, pointer),
+        )
+    ]
+
+
+def _check_error_findings(
+    scenario: Scenario, null: TrialResult | None, reference: TrialResult | None
+) -> list[Diagnostic]:
+    seen: dict[tuple[int, str], list[str]] = {}
+    for agent, result in (("null", null), ("reference", reference)):
+        if result is None:
+            continue
+        errored = [c for c in result.checks or [] if c.verdict == "error"]
+        for outcome in errored:
+            cause = str(outcome.evidence.get("cause", "no verdict"))
+            seen.setdefault((outcome.index, cause), []).append(agent)
+        graded = result.checks is not None and result.verdict == "infra-error"
+        if graded and not errored and result.error:
+            seen.setdefault((-1, result.error), []).append(agent)
+    findings = []
+    for (index, cause), agents in seen.items():
+        who = " and ".join(f"{a} agent" for a in agents)
+        if index < 0:
+            findings.append(
+                error(
+                    "selftest-check-error",
+                    f'scenario "{scenario.name}": the trial could not be graded with the {who}',
+                    cause=cause,
+                    next="check that git works in the sandbox, then run selftest again",
+                    source=scenario.source,
+                )
+            )
+            continue
+        check = scenario.document.checks[index]
+        findings.append(
+            error(
+                "selftest-check-error",
+                f'scenario "{scenario.name}": check {index} ({describe_check(check)}) '
+                f"reached no verdict with the {who}",
+                cause=cause,
+                next="fix the check: a program on PATH, a path that stays inside the sandbox "
+                "without symbolic links, a readable file",
+                **_at(scenario, f"/checks/{index}"),
+            )
+        )
+    return findings
+
+
+def _vacuity_findings(scenario: Scenario, null: TrialResult | None) -> list[Diagnostic]:
+    if null is None or null.verdict != "pass":
+        return []
+    labels = "; ".join(
+        f"{i} {describe_check(check)}" for i, check in enumerate(scenario.document.checks)
+    )
+    return [
+        error(
+            "selftest-vacuous",
+            f'scenario "{scenario.name}" is vacuous: it passes with the null agent, which '
+            f"changes nothing (checks: {labels})",
+            expected="at least one check that fails until the task is done",
+            next="add a check that only the finished task satisfies, e.g. file-contains on "
+            "the file the agent must write, or a command that runs the fixture's tests",
+            **_at(scenario, "/checks"),
+        )
+    ]
+
+
+def _solution_findings(
+    scenario: Scenario, solution: Solution, reference: TrialResult | None
+) -> list[Diagnostic]:
+    if reference is None:
+        return []
+    evidence = reference.host_evidence or {}
+    if "applyError" in evidence:
+        return [
+            error(
+                "selftest-solution-invalid",
+                f'the reference solution of "{scenario.name}" could not be applied',
+                source=solution.label,
+                cause=str(evidence["applyError"]),
+                next="fix the solution's files/ or delete.json (see docs/writing-scenarios.md)",
+            )
+        ]
+    if reference.verdict not in ("fail", "pass") and reference.checks is None:
+        if _assembly_failure(reference):
+            return []  # reported as selftest-setup-failed
+        return [
+            error(
+                "selftest-solution-failed",
+                f'the reference solution of "{scenario.name}" did not complete: '
+                f"{reference.verdict}",
+                source=solution.label,
+                cause=reference.error,
+            )
+        ]
+    findings = []
+    for result in reference.checks or []:
+        if result.verdict != "fail":
+            continue
+        check = scenario.document.checks[result.index]
+        if isinstance(check, DiffAllowlistCheck):
+            unexpected = ", ".join(result.evidence.get("unexpected", []))
+            findings.append(
+                error(
+                    "selftest-solution-failed",
+                    f'scenario "{scenario.name}": the reference solution changes paths outside '
+                    f"the diff-allowlist of check {result.index}: {unexpected}",
+                    expected="every path the solution changes is in allow",
+                    next="add the paths to allow if the task needs them, or take them out of "
+                    f"the solution ({solution.label})",
+                    **_at(scenario, f"/checks/{result.index}"),
+                )
+            )
+            continue
+        findings.append(
+            error(
+                "selftest-solution-failed",
+                f'scenario "{scenario.name}": the reference solution fails check {result.index} '
+                f"({describe_check(check)})",
+                cause=_evidence_summary(check, result),
+                next=f"fix the solution ({solution.label}) or the check",
+                **_at(scenario, f"/checks/{result.index}"),
+            )
+        )
+    return findings
+
+
+@dataclass(frozen=True, slots=True)
+class SolutionSearch:
+    """The solutions of the selected scenarios: valid, invalid and missing ones."""
+
+    found: dict[str, Solution]
+    invalid: dict[str, Diagnostic]
+    missing: dict[str, str]
+    """Scenario name -> where its solution was looked for."""
+    warnings: list[Diagnostic]
+
+
+def find_solutions(suite: Suite, solutions: Path | None) -> SolutionSearch:
+    """Look up and validate the reference solution of every selected scenario."""
+    root = suite.project.root
+    found: dict[str, Solution] = {}
+    invalid: dict[str, Diagnostic] = {}
+    missing: dict[str, str] = {}
+    for scenario in suite.scenarios:
+        directory = solution_directory(scenario, solutions)
+        label = display_path(directory, root)
+        try:
+            solution = load_solution(directory, scenario=scenario.name, label=label)
+        except SolutionError as exc:
+            invalid[scenario.name] = error(
+                "selftest-solution-invalid",
+                f'the reference solution of "{scenario.name}" is invalid: {exc}',
+                source=label,
+                expected="a directory with files/ (a tree to copy) and/or delete.json "
+                "(an array of paths)",
+                next="fix the solution directory (see docs/writing-scenarios.md)",
+            )
+            continue
+        if solution is None:
+            missing[scenario.name] = label
+        else:
+            found[scenario.name] = solution
+    names = {s.name for s in suite.discovered}
+    stray = unknown_solution_warnings(solution_bases(suite.discovered, solutions), names, root=root)
+    return SolutionSearch(found=found, invalid=invalid, missing=missing, warnings=stray)
+
+
+def analyse(
+    plan: Plan, results: Mapping[int, TrialResult], solutions: SolutionSearch
+) -> tuple[dict[str, ScenarioSelftest], list[Diagnostic]]:
+    """Judge each scenario from its null and reference trials; return judgements and findings."""
+    by_trial = {(t.scenario.name, t.index): results.get(t.position) for t in plan.trials}
+    scenarios: dict[str, ScenarioSelftest] = {}
+    everything: list[Diagnostic] = []
+    for scenario in plan.scenarios:
+        name = scenario.name
+        null = by_trial.get((name, NULL_TRIAL))
+        reference = by_trial.get((name, REFERENCE_TRIAL))
+        solution = solutions.found.get(name)
+        findings: list[Diagnostic] = []
+        if name in solutions.invalid:
+            findings.append(solutions.invalid[name])
+        findings += _setup_findings(scenario, null, reference)
+        findings += _check_error_findings(scenario, null, reference)
+        findings += _vacuity_findings(scenario, null)
+        if solution is not None:
+            findings += _solution_findings(scenario, solution, reference)
+        if name in solutions.missing:
+            findings.append(
+                warning(
+                    "selftest-no-solution",
+                    f'scenario "{name}" has no reference solution: only the null agent ran',
+                    source=scenario.source,
+                    next=f"add {solutions.missing[name]}/files/ to prove its checks can pass",
+                )
+            )
+        scenarios[name] = ScenarioSelftest(
+            ok=not any(d.severity == "error" for d in findings),
+            checks=len(scenario.document.checks),
+            solution=solution.label if solution is not None else None,
+            null_agent=_outcome(null),
+            reference_agent=_outcome(reference),
+            findings=[d.code for d in findings],
+        )
+        everything += findings
+    return scenarios, everything + solutions.warnings
