@@ -1,0 +1,5 @@
+"""A tiny statistics library."""
+
+from .core import mean, median
+
+__all__ = ["mean", "median"]
