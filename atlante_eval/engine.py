@@ -48,6 +48,7 @@ class EngineOptions:
     model: str | None = None
     pass_env: tuple[str, ...] = ()
     retry_infra: int = 0
+    project_root: Path | None = None
 
 
 class _SessionLedger:
@@ -250,6 +251,7 @@ class Engine:
             native=self.native,
             model=self.options.model,
             pass_env=self.options.pass_env,
+            project_root=self.options.project_root,
         )
 
     def _prepare(self, planned: PlannedTrial, root: Path, state: Path) -> None:

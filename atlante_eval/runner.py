@@ -332,6 +332,7 @@ async def execute_run(
             model=config.model,
             pass_env=options.pass_env,
             retry_infra=options.retry_infra,
+            project_root=suite.project.root,
         ),
         emit=progress.emit,
         on_trial=progress.trial_done,

@@ -56,6 +56,8 @@ class TrialContext:
     """``eval.model``, if set."""
     pass_env: tuple[str, ...] = ()
     """Extra parent variables the user allowed through (``--pass-env``)."""
+    project_root: Path | None = None
+    """The project root (OpenCode picks its sandbox config path from the project's)."""
 
     @property
     def prompt(self) -> str:
