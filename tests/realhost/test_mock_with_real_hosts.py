@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -39,6 +40,14 @@ pytestmark = pytest.mark.realhost
 WRITE_USAGE = Usage(input_tokens=1200, output_tokens=40, cache_read_tokens=300)
 BASH_USAGE = Usage(input_tokens=1300, output_tokens=20)
 REPLY_USAGE = Usage(input_tokens=1400, output_tokens=7)
+
+
+@pytest.fixture(autouse=True)
+def _remove_sandboxes(tmp_path: Path) -> Iterator[None]:
+    """Delete each test's host homes and work dirs (about 8 MB per OpenCode run) afterwards."""
+    yield
+    for child in tmp_path.iterdir():
+        shutil.rmtree(child, ignore_errors=True)
 
 
 def write_bash_reply(name: str) -> Script:
