@@ -11,11 +11,14 @@ its config cannot change what grading sees, and no planted code runs.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import anyio
 
 from .environment import git_env
 from .process import ProcessResult, run_process
@@ -94,8 +97,19 @@ async def _git(
     return result
 
 
+#: Written to ``info/attributes`` (highest precedence): no filter, text or eol
+#: conversion, ident or encoding from a ``.gitattributes``, and no ``-diff``, so the
+#: baseline and the changes are the bytes on disk and a planted attribute cannot
+#: run a filter, hide a diff or normalise an edit away.
+_NEUTRAL_ATTRIBUTES = "* !text !crlf !eol !filter !diff !ident !working-tree-encoding\n"
+
+
 async def make_baseline(sandbox: Path, private_git_dir: Path) -> str:
     """Commit the sandbox as the baseline and keep a private copy of the repository.
+
+    A ``.git`` left by the scenario's setup is reused (its history stays), but its
+    index is rebuilt, so no assume-unchanged or skip-worktree flag survives into
+    the baseline.
 
     Returns:
         The baseline commit id.
@@ -104,16 +118,44 @@ async def make_baseline(sandbox: Path, private_git_dir: Path) -> str:
         GitError: a git command failed or printed no commit id.
     """
     await _git(["init", "--quiet", "--template="], work_tree=sandbox)
+    dot_git = sandbox / ".git"
+    try:
+        (dot_git / "info").mkdir(exist_ok=True)
+        (dot_git / "info" / "attributes").write_text(_NEUTRAL_ATTRIBUTES, encoding="utf-8")
+        (dot_git / "index").unlink(missing_ok=True)
+    except OSError as exc:
+        raise GitError(f"cannot prepare the baseline repository: {exc}") from exc
     await _git(["add", "--all", "--force"], work_tree=sandbox)
     await _git(
         ["commit", "--quiet", "--allow-empty", "--no-verify", "-m", "atlante-eval baseline"],
         work_tree=sandbox,
     )
-    head = (await _git(["rev-parse", "HEAD"], work_tree=sandbox)).stdout.strip()
+    head = _head_from_files(dot_git)
+    if head is None:
+        head = (await _git(["rev-parse", "HEAD"], work_tree=sandbox)).stdout.strip()
     if not _SHA.match(head):
         raise GitError(f"git rev-parse HEAD printed no commit id: {head[:80]!r}")
-    shutil.copytree(sandbox / ".git", private_git_dir, symlinks=True)
+    try:
+        await anyio.to_thread.run_sync(
+            functools.partial(shutil.copytree, dot_git, private_git_dir, symlinks=True)
+        )
+    except OSError as exc:
+        raise GitError(f"cannot copy the baseline repository: {exc}") from exc
     return head
+
+
+def _head_from_files(git_dir: Path) -> str | None:
+    """Read the commit id of HEAD from the repository files (no git process)."""
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        if head.startswith("ref: "):
+            ref = head[len("ref: ") :]
+            if not ref.startswith("refs/heads/") or ".." in ref.split("/"):
+                return None
+            head = (git_dir / ref).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return head if _SHA.match(head) else None
 
 
 def _split_nul(output: str) -> list[str]:
@@ -166,7 +208,15 @@ async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -
         git_dir=private_git_dir,
     )
     patch = await _git(
-        ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-color", baseline],
+        [
+            "diff",
+            "--cached",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            baseline,
+        ],
         work_tree=sandbox,
         git_dir=private_git_dir,
         head_bytes=DIFF_LIMIT_CHARS * 4,
