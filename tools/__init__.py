@@ -1,0 +1,1 @@
+"""Maintenance tools for the atlante-eval repository (run with ``python -m tools.<name>``)."""
