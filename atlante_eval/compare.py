@@ -11,7 +11,7 @@ See docs/statistics.md for every formula and rule.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -26,6 +26,7 @@ from .stats import (
     benjamini_hochberg_adjust,
     compare_proportions,
     holm_adjust,
+    newcombe_difference_interval,
     trials_needed,
     verdict,
     wilson_interval,
@@ -55,6 +56,7 @@ DEFAULT_ALPHA = 0.05
 DEFAULT_MARGIN = 0.1
 #: Power assumed when estimating the trials an inconclusive comparison needs.
 PLANNING_POWER = 0.8
+_SEARCH_CAP = 1_000_000
 
 Adjust = Literal["holm", "bh", "none"]
 FailOn = Literal["regressed", "any-change"]
@@ -408,17 +410,49 @@ def _trials_needed(
     An observed change of at least ``margin`` is planned as a change to confirm: the
     trials to detect it at ``change_alpha`` (alpha shared out over the family). A
     smaller one is planned as a change to rule out: the trials to detect a change of
-    ``margin`` around the mean rate at ``alpha`` (the interval is not adjusted). Both at
-    :data:`PLANNING_POWER`. None when a side has no graded trials.
+    ``margin`` around the mean rate at ``alpha`` (the interval is not adjusted). Both
+    use Fleiss's formula at :data:`PLANNING_POWER`, floored at the smallest count per
+    side at which the observed rates would meet the interval part of the rule (so the
+    answer always exceeds the trials already graded). None when a side has none.
     """
     if not base.graded or not head.graded:
         return None
     p1, p2 = comparison.rate1, comparison.rate2
-    if abs(comparison.difference) >= margin:
-        return trials_needed(p1, p2, alpha=change_alpha, power=PLANNING_POWER)
-    centre = (p1 + p2) / 2
-    other = centre - margin if centre - margin >= 0.0 else centre + margin
-    return trials_needed(centre, min(1.0, other), alpha=alpha, power=PLANNING_POWER)
+    change = abs(comparison.difference) >= margin
+    if change:
+        planned = trials_needed(p1, p2, alpha=change_alpha, power=PLANNING_POWER)
+    else:
+        centre = (p1 + p2) / 2
+        other = centre - margin if centre - margin >= 0.0 else centre + margin
+        planned = trials_needed(centre, min(1.0, other), alpha=alpha, power=PLANNING_POWER)
+
+    def decides(n: int) -> bool:
+        low, high = newcombe_difference_interval(
+            round(p1 * n), n, round(p2 * n), n, confidence=1 - (change_alpha if change else alpha)
+        )
+        return (low > 0.0 or high < 0.0) if change else (-margin < low and high < margin)
+
+    floor = _smallest(decides, start=max(base.graded, head.graded) + 1)
+    return max(planned or 0, floor) if floor is not None else planned
+
+
+def _smallest(decides: Callable[[int], bool], *, start: int) -> int | None:
+    """Smallest n >= start with ``decides(n)`` by doubling then bisection; None past the cap."""
+    high = start
+    while not decides(high):
+        if high >= _SEARCH_CAP:
+            return None
+        high = min(high * 2, _SEARCH_CAP)
+    low = max(start, high // 2)
+    if decides(low):
+        return low
+    while high - low > 1:
+        middle = (low + high) // 2
+        if decides(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def _run_info(report: RunReport, path: str) -> RunInfo:
