@@ -39,6 +39,7 @@ from .script import (
     Reply,
     RunBash,
     Script,
+    ToolCallSpec,
     Usage,
     WriteFile,
     client_for_tools,
@@ -254,10 +255,15 @@ class MockModelServer:
         except Exception:  # noqa: BLE001 - a mock bug must reach the test as a 500 + record
             error = traceback.format_exc()
             response = json_response(500, {"error": {"type": "mock_bug", "message": error}})
-            record, delay = _replace(base, status=500, error=error), 0.0
+            record, delay = replace(base, status=500, error=error), 0.0
         with self._lock:
             self._records.append(record)
         return response, delay
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` has begun."""
+        return self._stopping.is_set()
 
     def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` unless the server is stopping."""
@@ -267,7 +273,7 @@ class MockModelServer:
         if rec.method == "CONNECT" or not rec.path.startswith("/"):
             answer = {"error": {"type": "forbidden", "message": "mock: no traffic leaves"}}
             response = json_response(403, answer, {"connection": "close"})
-            return response, _replace(rec, kind="proxy", status=403), 0.0
+            return response, replace(rec, kind="proxy", status=403), 0.0
         path, body, is_post = rec.path.rstrip("/"), rec.body, rec.method == "POST"
         if is_post and path == "/v1/messages" and isinstance(body, dict):
             return self._model_call(rec, wire_anthropic.parse(body))
@@ -275,69 +281,70 @@ class MockModelServer:
         if is_post and chat and isinstance(body, dict):
             return self._model_call(rec, wire_openai.parse(body))
         if is_post and path == "/v1/messages/count_tokens" and isinstance(body, dict):
-            return wire_anthropic.count_tokens(body), _replace(rec, kind="count_tokens"), 0.0
+            return wire_anthropic.count_tokens(body), replace(rec, kind="count_tokens"), 0.0
         if rec.method == "GET" and path in ("/v1/models", "/models"):
             anthropic = "anthropic-version" in rec.headers
             wire = wire_anthropic if anthropic else wire_openai
-            kind: RequestKind = "models"
-            return wire.models(self._model_ids), _replace(rec, kind=kind), 0.0
+            return wire.models(self._model_ids), replace(rec, kind="models"), 0.0
         answer = {"error": {"type": "not_found_error", "message": f"mock: no route {path}"}}
-        return json_response(404, answer), _replace(rec, status=404), 0.0
+        return json_response(404, answer), replace(rec, status=404), 0.0
 
     def _model_call(
         self, rec: RequestRecord, req: ParsedRequest
     ) -> tuple[Response, RequestRecord, float]:
-        wire = wire_anthropic if req.api == "anthropic" else wire_openai
+        """Answer a model call from its script (or the side reply when it offers no tools)."""
         client = client_for_tools(
             req.tool_names, fallback="claude" if req.api == "anthropic" else "opencode"
         )
-        rec = _replace(
+        rec = replace(
             rec, api=req.api, client=client, model=req.model, user_texts=req.user_texts, kind="main"
         )
         script: Script | None = None
-        action: Action
+        action: Action = self._side
         if not req.tool_names:
-            action, exhausted, rec = self._side, False, _replace(rec, kind="side")
+            rec = replace(rec, kind="side")
         else:
             name = req.script_name or DEFAULT_SCRIPT
             with self._lock:
                 script = self._scripts.get(name)
+            exhausted = False
             if script is None:
-                action, exhausted = Fail(400, f"mock: no script named {name!r}"), False
+                action = Fail(400, f"mock: no script named {name!r}")
             else:
                 action, exhausted = script.turn_at(req.tool_results)
-            rec = _replace(rec, script=name, step=req.tool_results, exhausted=exhausted)
+            rec = replace(rec, script=name, step=req.tool_results, exhausted=exhausted)
         workdir = (script.workdir if script else None) or req.workdir
-        rec = _replace(rec, workdir=workdir)
-        if isinstance(action, Fail):
-            response = wire.render_error(
-                action.status, action.message, retry_after_ms=action.retry_after_ms
-            )
-            return (
-                response,
-                _replace(rec, action=f"error {action.status}", status=action.status),
-                action.delay,
-            )
-        if isinstance(action, Reply):
-            content: Any = action.text
-            label = "text"
-        else:
-            content = resolve_tool_call(
-                action, client=client, workdir=workdir, tool_params=req.tool_params
-            )
-            label = f"tool {content.name}"
-        response = wire.render(
-            content,
-            model=req.model or "mock-model",
-            usage=action.usage,
-            stream=req.stream,
-            request_id=new_id("req"),
+        rec = replace(rec, workdir=workdir)
+        response, label = _answer(action, req, client=client, workdir=workdir)
+        return response, replace(rec, action=label, status=response.status), action.delay
+
+
+def _answer(
+    action: Action, req: ParsedRequest, *, client: Client, workdir: str | None
+) -> tuple[Response, str]:
+    """Render ``action`` in the request's wire format; also return a label for the log."""
+    anthropic = req.api == "anthropic"
+    if isinstance(action, Fail):
+        render_error = wire_anthropic.render_error if anthropic else wire_openai.render_error
+        response = render_error(action.status, action.message, retry_after_ms=action.retry_after_ms)
+        return response, f"error {action.status}"
+    content: str | ToolCallSpec
+    if isinstance(action, Reply):
+        content, label = action.text, "text"
+    else:
+        content = resolve_tool_call(
+            action, client=client, workdir=workdir, tool_params=req.tool_params
         )
-        return response, _replace(rec, action=label), action.delay
-
-
-def _replace(record: RequestRecord, **changes: Any) -> RequestRecord:
-    return replace(record, **changes)
+        label = f"tool {content.name}"
+    render = wire_anthropic.render if anthropic else wire_openai.render
+    response = render(
+        content,
+        model=req.model or "mock-model",
+        usage=action.usage,
+        stream=req.stream,
+        request_id=new_id("req"),
+    )
+    return response, label
 
 
 def _decode(raw: bytes) -> Any:
@@ -384,7 +391,7 @@ class _HTTPServer(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Ignore connection errors (clients hang up, stop() cuts them); report the rest."""
-        if not self.mock._stopping.is_set():
+        if not self.mock.stopping:
             super().handle_error(request, client_address)
 
 
