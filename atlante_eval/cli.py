@@ -20,6 +20,7 @@ import typer
 
 from ._version import __version__
 from .diagnostics import Diagnostic, DiagnosticError, error, format_diagnostic
+from .junit import write_junit
 from .logs import LogFormat, configure_logging
 from .options import RunOptions, run_options
 from .process import kill_all_process_groups
@@ -292,6 +293,15 @@ def run(
         bool,
         typer.Option("--last-failed", help="Run only scenarios that did not fully pass last time."),
     ] = False,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit",
+            metavar="FILE",
+            help="Also write the report as JUnit XML to FILE (after it is published).",
+            show_default=False,
+        ),
+    ] = None,
     log_format: Annotated[
         LogFormat,
         typer.Option("--log-format", help="Structured run logs on stderr: none, console or json."),
@@ -318,7 +328,7 @@ def run(
             shard=shard,
             last_failed=last_failed,
         )
-        return anyio.run(_run_async, path, options, as_json)
+        return anyio.run(_run_async, path, options, as_json, junit)
 
     raise typer.Exit(guarded(action))
 
@@ -341,7 +351,9 @@ def _positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> in
     return value
 
 
-async def _run_async(path: Path | None, options: RunOptions, as_json: bool) -> int:
+async def _run_async(
+    path: Path | None, options: RunOptions, as_json: bool, junit: Path | None = None
+) -> int:
     control = RunControl()
     printer = ProgressPrinter(sys.stderr)
     outcome: RunOutcome | None = None
@@ -362,11 +374,24 @@ async def _run_async(path: Path | None, options: RunOptions, as_json: bool) -> i
         raise refused
     if failure is not None:
         _print_outcome(failure.report, failure.report_path, as_json=as_json)
+        junit_failed = _write_junit(failure.report, junit)
         print_diagnostics(failure.diagnostics)
-        return failure.exit_code
+        return max(failure.exit_code, junit_failed)
     assert outcome is not None
     _print_outcome(outcome.report, outcome.path, as_json=as_json)
-    return outcome.report.exit_code()
+    return _write_junit(outcome.report, junit) or outcome.report.exit_code()
+
+
+def _write_junit(report: RunReport, path: Path | None) -> int:
+    """Write ``--junit`` for a published report; return 0, or 3 after printing why not."""
+    if path is None:
+        return 0
+    try:
+        write_junit(report, path)
+    except DiagnosticError as exc:
+        print_diagnostics(exc.diagnostics)
+        return exc.exit_code
+    return 0
 
 
 def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool) -> None:
