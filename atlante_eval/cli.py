@@ -20,6 +20,7 @@ import typer
 
 from ._version import __version__
 from .diagnostics import Diagnostic, DiagnosticError, error, format_diagnostic
+from .hosts import create_host
 from .junit import write_junit
 from .logs import LogFormat, configure_logging
 from .options import RunOptions, run_options
@@ -116,16 +117,25 @@ def validate(
         Literal["text", "json"],
         typer.Option("--format", help="Output format for the result and diagnostics."),
     ] = "text",
+    probe: Annotated[
+        bool,
+        typer.Option("--probe", help="Also probe the host: its version and stored credentials."),
+    ] = False,
 ) -> None:
     """Run every gate the run command runs before a trial, and report the result.
 
     Exits 0 when the project, its scenarios, pack suites and native outputs are
-    valid, 2 otherwise.
+    valid, 2 otherwise; with ``--probe``, 3 when the host cannot run.
     """
 
     def action() -> int:
+        host_version: str | None = None
         try:
             suite = load_suite(path)
+            if probe:
+                host = create_host(suite.project.eval.host)
+                anyio.run(host.probe)
+                host_version = host.version or "unknown"
         except DiagnosticError as exc:
             if output_format == "json":
                 _print_json(
@@ -140,6 +150,7 @@ def validate(
                     "host": suite.project.eval.host,
                     "scenarios": [s.name for s in suite.scenarios],
                     "diagnostics": [_diagnostic_json(d) for d in suite.warnings],
+                    **({"hostVersion": host_version} if probe else {}),
                 }
             )
             return 0
@@ -151,6 +162,10 @@ def validate(
             f"{suite.project.eval.host}; {files} native output file{'s' if files != 1 else ''} "
             "verified"
         )
+        if probe:
+            typer.echo(
+                f"ok: host {suite.project.eval.host} {host_version} is installed and signed in"
+            )
         return 0
 
     raise typer.Exit(guarded(action))
