@@ -1,0 +1,406 @@
+"""Pure parsers for the hosts' JSON event streams, and how a session's end is judged.
+
+:class:`OpenCodeStream` and :class:`ClaudeStream` are fed one decoded event at a
+time and report token usage, cost and model identity into a
+:class:`~atlante_eval.hosts.base.SessionUsage` as they go, so the engine can
+enforce ``maxTokens`` while the session runs. They also remember the first host
+error the stream reported. Neither does any I/O.
+
+Token rules (reference §6.6/§6.7, with the reference's Claude undercount fixed):
+
+* OpenCode: each ``step_finish`` reports its own usage; the running total is the
+  sum. Other events count only until the first step usage is seen.
+* Claude Code: each assistant message's usage counts once, keyed by message id
+  (a later snapshot of the same message replaces the earlier one), so the budget
+  binds while the session runs; the final ``result`` event's summed usage then
+  sets the final figure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..process import ProcessResult
+from .base import SessionEnd, SessionUsage
+
+__all__ = [
+    "ERROR_LIMIT",
+    "HTTP_REASONS",
+    "ClaudeStream",
+    "OpenCodeStream",
+    "bounded",
+    "close_session",
+    "find_model",
+    "normalize_claude_usage",
+    "normalize_tokens",
+    "status_reason",
+]
+
+#: Longest host error summary or stderr excerpt kept in an ``infra-error`` text.
+ERROR_LIMIT = 2000
+#: Longest host-supplied message kept inside an error summary.
+_MESSAGE_LIMIT = 500
+#: Most permission denials kept as trial evidence.
+_DENIALS_LIMIT = 20
+
+#: Readable reasons for HTTP statuses a model API answers with.
+HTTP_REASONS: Mapping[int, str] = {
+    400: "bad request",
+    401: "authentication failed",
+    403: "permission denied",
+    404: "not found",
+    408: "request timed out",
+    429: "rate limited",
+    500: "host service error",
+    502: "host service error",
+    503: "host service unavailable",
+    504: "host service timed out",
+}
+
+_ERROR_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
+_MODEL_KEYS = ("model", "modelInfo", "modelRef")
+_MAX_DEPTH = 6
+
+
+def bounded(text: str, limit: int = ERROR_LIMIT) -> str:
+    """Return ``text`` cut to ``limit`` characters, marked when cut."""
+    return text if len(text) <= limit else f"{text[:limit]}… truncated"
+
+
+def status_reason(status: int) -> str:
+    """Return a readable reason for an HTTP ``status`` (e.g. 429 -> ``rate limited``)."""
+    return HTTP_REASONS.get(status, "host request failed")
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _status(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 100 <= value <= 599 else None
+
+
+def _sum(values: list[float | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return round(sum(present)) if present else None
+
+
+def normalize_tokens(value: object) -> int | None:
+    """Return a token count from a number, ``{total}``, or OpenCode's token parts.
+
+    Parts are ``input``, ``output``, ``reasoning``, ``cache.read`` and
+    ``cache.write``; ``None`` when nothing numeric is present.
+    """
+    number = _number(value)
+    if number is not None:
+        return round(number)
+    if not isinstance(value, dict):
+        return None
+    total = _number(value.get("total"))
+    if total is not None:
+        return round(total)
+    cache = value.get("cache")
+    cache = cache if isinstance(cache, dict) else {}
+    return _sum(
+        [
+            _number(value.get("input")),
+            _number(value.get("output")),
+            _number(value.get("reasoning")),
+            _number(cache.get("read")),
+            _number(cache.get("write")),
+        ]
+    )
+
+
+_ANTHROPIC_PARTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+def normalize_claude_usage(value: object) -> int | None:
+    """Return a token count from an Anthropic ``usage`` object (or OpenCode's shapes)."""
+    number = _number(value)
+    if number is not None:
+        return round(number)
+    if not isinstance(value, dict):
+        return None
+    total = _number(value.get("total"))
+    if total is not None:
+        return round(total)
+    if any(key in value for key in _ANTHROPIC_PARTS):
+        return _sum([_number(value.get(key)) for key in _ANTHROPIC_PARTS])
+    return normalize_tokens(value)
+
+
+def _pair(value: Mapping[str, Any], *, container: bool) -> tuple[str, str] | None:
+    provider = value.get("providerID", value.get("providerId"))
+    model = value.get("modelID", value.get("modelId"))
+    if isinstance(provider, str) and provider and isinstance(model, str) and model:
+        return provider, model
+    if isinstance(provider, str) and provider:
+        named = value.get("model")
+        if isinstance(named, str) and named:
+            if "/" in named:
+                head, tail = named.split("/", 1)
+                return (head, tail) if head and tail else None
+            return provider, named
+        ident = value.get("id")
+        if container and isinstance(ident, str) and ident:
+            return provider, ident
+    return None
+
+
+def _from_string(value: object) -> tuple[str, str] | None:
+    if isinstance(value, str) and "/" in value:
+        head, tail = value.split("/", 1)
+        if head and tail and not any(c.isspace() for c in value):
+            return head, tail
+    return None
+
+
+def find_model(
+    value: object, *, _depth: int = 0, _container: bool = False
+) -> tuple[str, str] | None:
+    """Search an OpenCode event for a ``(provider, model)`` pair.
+
+    Keys ``model``, ``modelInfo`` and ``modelRef`` are searched first. Accepted
+    shapes: ``{providerID, modelID}``; a provider with a string ``model`` (which
+    may itself be ``provider/model``); a provider with an ``id`` under a model key;
+    a ``"provider/model"`` string under a model key.
+    """
+    if _depth > _MAX_DEPTH:
+        return None
+    if isinstance(value, list):
+        for item in value:
+            found = find_model(item, _depth=_depth + 1)
+            if found:
+                return found
+        return None
+    if not isinstance(value, dict):
+        return _from_string(value) if _container else None
+    for key in _MODEL_KEYS:
+        if key in value:
+            found = find_model(value[key], _depth=_depth + 1, _container=True)
+            if found:
+                return found
+    found = _pair(value, container=_container)
+    if found:
+        return found
+    for key, item in value.items():
+        if key not in _MODEL_KEYS and isinstance(item, dict | list):
+            found = find_model(item, _depth=_depth + 1)
+            if found:
+                return found
+    return None
+
+
+def _opencode_error(error: Mapping[str, Any]) -> str:
+    data = error.get("data")
+    data = data if isinstance(data, dict) else {}
+    name = error.get("name")
+    parts = [name if isinstance(name, str) and _ERROR_NAME.match(name) else "host error"]
+    status = _status(error.get("statusCode")) or _status(data.get("statusCode"))
+    if status is not None:
+        parts += [status_reason(status), f"status {status}"]
+    message = data.get("message", error.get("message"))
+    if isinstance(message, str) and message.strip():
+        parts.append(bounded(message.strip(), _MESSAGE_LIMIT))
+    return bounded(": ".join(parts))
+
+
+class OpenCodeStream:
+    """Reads ``opencode run --format json`` events into a :class:`SessionUsage`."""
+
+    def __init__(self, usage: SessionUsage) -> None:
+        self.usage = usage
+        self.error: str | None = None
+        """The first error event's summary."""
+        self._steps = 0
+        self._step_seen = False
+        self._cost = 0.0
+        self._cost_step_seen = False
+
+    def feed(self, event: Mapping[str, Any]) -> None:
+        """Account for one event."""
+        kind = event.get("type")
+        part = event.get("part")
+        part = part if isinstance(part, dict) else {}
+        step = kind in ("step_finish", "step-finish")
+        tokens = normalize_tokens(part.get("tokens"))
+        if tokens is None:
+            tokens = normalize_tokens(event.get("tokens"))
+        if tokens is not None:
+            if step:
+                self._steps += tokens
+                self._step_seen = True
+                self.usage.observe_tokens(self._steps)
+            elif not self._step_seen:
+                self.usage.observe_tokens(tokens)
+        cost = _number(part.get("cost"))
+        if cost is None:
+            cost = _number(event.get("cost"))
+        if cost is not None:
+            if step:
+                self._cost += cost
+                self._cost_step_seen = True
+                self.usage.observe_cost(self._cost)
+            elif not self._cost_step_seen:
+                self.usage.observe_cost(cost)
+        if self.usage.model is None:
+            found = find_model(event)
+            if found:
+                provider, model = found
+                self.usage.observe_model(f"{provider}/{model}", model)
+        error = event.get("error")
+        if kind == "error" and isinstance(error, dict) and self.error is None:
+            self.error = _opencode_error(error)
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, list):
+        texts = [item.strip() for item in value if isinstance(item, str) and item.strip()]
+        return "; ".join(texts) or None
+    return None
+
+
+def _denial(entry: object) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        return {"denial": bounded(str(entry), _MESSAGE_LIMIT)}
+    kept: dict[str, Any] = {}
+    tool = entry.get("tool_name", entry.get("tool"))
+    if isinstance(tool, str):
+        kept["tool"] = tool
+    tool_input = entry.get("tool_input", entry.get("input"))
+    if tool_input is not None:
+        kept["input"] = bounded(json.dumps(tool_input, ensure_ascii=False), _MESSAGE_LIMIT)
+    return kept
+
+
+class ClaudeStream:
+    """Reads ``claude -p --output-format stream-json --verbose`` events into a usage."""
+
+    def __init__(self, usage: SessionUsage) -> None:
+        self.usage = usage
+        self.error: str | None = None
+        """Why the result event says the session failed, if it does."""
+        self.result_seen = False
+        self._messages: dict[str, dict[str, float]] = {}
+
+    def _message_usage(self, message_id: object, usage: object) -> None:
+        if not isinstance(message_id, str) or not isinstance(usage, dict):
+            return
+        parts = {k: n for k in _ANTHROPIC_PARTS if (n := _number(usage.get(k))) is not None}
+        if not parts:
+            return
+        self._messages[message_id] = {**self._messages.get(message_id, {}), **parts}
+        total = sum(normalize_claude_usage(p) or 0 for p in self._messages.values())
+        if not self.result_seen:
+            self.usage.observe_tokens(total)
+
+    def feed(self, event: Mapping[str, Any]) -> None:
+        """Account for one event."""
+        kind = event.get("type")
+        message = event.get("message")
+        if kind == "assistant" and isinstance(message, dict):
+            self._message_usage(message.get("id"), message.get("usage"))
+        elif kind == "stream_event" and isinstance(event.get("event"), dict):
+            inner = event["event"]
+            start = inner.get("message")
+            if inner.get("type") == "message_start" and isinstance(start, dict):
+                self._message_usage(start.get("id"), start.get("usage"))
+            elif inner.get("type") == "message_delta":
+                self._message_usage(event.get("api_message_id"), inner.get("usage"))
+        candidates = [c for c in (event, message, event.get("result")) if isinstance(c, dict)]
+        self._identity(candidates)
+        if kind == "result":
+            self._result(event, candidates)
+
+    def _identity(self, candidates: Sequence[Mapping[str, Any]]) -> None:
+        if self.usage.model is not None:
+            return
+        for candidate in candidates:
+            model = candidate.get("model")
+            if isinstance(model, str) and model.strip() and not model.startswith("<"):
+                self.usage.observe_model(model.strip())
+                return
+
+    def _result(self, event: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]) -> None:
+        self.result_seen = True
+        for candidate in candidates:
+            tokens = normalize_claude_usage(candidate.get("usage"))
+            if tokens is not None:
+                self.usage.observe_tokens(tokens)
+                break
+        for candidate in candidates:
+            cost = next(
+                (
+                    c
+                    for key in ("total_cost_usd", "totalCostUsd", "cost")
+                    if (c := _number(candidate.get(key))) is not None
+                ),
+                None,
+            )
+            if cost is not None:
+                self.usage.observe_cost(cost)
+                break
+        denials = event.get("permission_denials")
+        if isinstance(denials, list) and denials:
+            self.usage.evidence["permissionDenials"] = [
+                _denial(d) for d in denials[:_DENIALS_LIMIT]
+            ]
+            if len(denials) > _DENIALS_LIMIT:
+                self.usage.evidence["permissionDenialsOmitted"] = len(denials) - _DENIALS_LIMIT
+        subtype = event.get("subtype")
+        if isinstance(subtype, str) and subtype != "success":
+            detail = (
+                _text(event.get("error"))
+                or _text(event.get("message"))
+                or _text(event.get("errors"))
+                or _text(event.get("result"))
+            )
+            text = f"claude run {subtype}"
+            self.error = bounded(f"{text}: {bounded(detail, _MESSAGE_LIMIT)}" if detail else text)
+        elif event.get("is_error") is True:
+            parts = ["claude run failed"]
+            status = _status(event.get("api_error_status"))
+            if status is not None:
+                parts += [status_reason(status), f"status {status}"]
+            detail = _text(event.get("result"))
+            if detail:
+                parts.append(bounded(detail, _MESSAGE_LIMIT))
+            self.error = bounded(": ".join(parts))
+
+
+def close_session(
+    label: str, result: ProcessResult, *, host_error: str | None, error_when_ok: bool = True
+) -> SessionEnd:
+    """Judge how a host process ended.
+
+    Args:
+        label: the host's command name in messages (``opencode``, ``claude``).
+        result: the finished process.
+        host_error: the error the stream reported, if any.
+        error_when_ok: whether ``host_error`` makes a zero exit an ``infra-error``.
+    """
+    if result.spawn_error:
+        return SessionEnd(error=f"could not run the {label} host: {result.spawn_error}")
+    if result.returncode != 0:
+        status = result.exit if result.exit is not None else result.signal_name
+        detail = host_error or result.stderr.strip()[-ERROR_LIMIT:] or "no stderr output"
+        return SessionEnd(error=f"{label} run exited {status}: {detail}")
+    if host_error is not None and error_when_ok:
+        return SessionEnd(error=host_error)
+    return SessionEnd()

@@ -1,0 +1,154 @@
+"""Find a host executable, read its ``--version`` and check it against semver ranges.
+
+Both hosts print their version as the first word of ``<bin> --version``
+(``1.18.33``, ``2.1.332 (Claude Code)``). The probe runs once per run, with the
+full parent environment, before any trial; every failure is a run-level
+diagnostic (exit 3).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import semver
+
+from ..diagnostics import DiagnosticError, error
+from ..process import run_process
+
+__all__ = [
+    "PROBE_TIMEOUT_S",
+    "VersionRange",
+    "find_executable",
+    "parse_version",
+    "probe_version",
+]
+
+#: How long ``<bin> --version`` (and other probes) may take.
+PROBE_TIMEOUT_S = 60.0
+
+_VERSION = re.compile(r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRange:
+    """A named semver range such as ``V1 >=1.18.29 <2.0.0``."""
+
+    name: str
+    """Short name (``V1``, ``V2``, or the host name when it has one range)."""
+    spec: str
+    """Space-separated comparisons that must all hold, e.g. ``>=2.0.0 <3.0.0``."""
+
+    def contains(self, version: semver.Version) -> bool:
+        """Whether ``version`` satisfies every comparison of the range."""
+        return all(version.match(clause) for clause in self.spec.split())
+
+
+def parse_version(output: str) -> semver.Version | None:
+    """Parse the first whitespace-delimited word of ``output`` as ``v?MAJOR.MINOR.PATCH``.
+
+    Leading zeros, pre-release and build suffixes are rejected (``None``).
+    """
+    words = output.split()
+    if not words:
+        return None
+    match = _VERSION.match(words[0])
+    if match is None:
+        return None
+    major, minor, patch = (int(part) for part in match.groups())
+    return semver.Version(major, minor, patch)
+
+
+def find_executable(binary: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Return the absolute path of ``binary`` (a name looked up on PATH, or a path)."""
+    source = os.environ if env is None else env
+    if os.sep in binary:
+        path = Path(binary).absolute()
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    found = shutil.which(binary, path=source.get("PATH", os.defpath))
+    return str(Path(found).absolute()) if found else None
+
+
+def _unavailable(binary: str, cause: str, next_step: str) -> DiagnosticError:
+    return DiagnosticError(
+        [
+            error(
+                "eval-host-unavailable",
+                f"could not run {binary} --version",
+                cause=cause,
+                next=next_step,
+            )
+        ]
+    )
+
+
+async def probe_version(
+    binary: str,
+    *,
+    label: str,
+    ranges: Sequence[VersionRange],
+    install_hint: str,
+    env: Mapping[str, str] | None = None,
+) -> tuple[str, semver.Version, VersionRange]:
+    """Locate ``binary``, run ``--version`` and match the result against ``ranges``.
+
+    Args:
+        binary: executable name (looked up on PATH) or path.
+        label: the host's name for messages (``opencode``, ``claude-code``).
+        ranges: the supported ranges, in order.
+        install_hint: what to do when the executable is missing.
+        env: the environment to run the probe with (default: ``os.environ``).
+
+    Returns:
+        The executable's absolute path, its version, and the range that matched.
+
+    Raises:
+        DiagnosticError: ``eval-host-unavailable`` when the executable is missing,
+            fails, or prints no version; ``eval-host-unsupported-version`` when the
+            version is outside every range.
+    """
+    source = dict(os.environ if env is None else env)
+    path = find_executable(binary, source)
+    if path is None:
+        raise _unavailable(binary, f"{binary} was not found on PATH", install_hint)
+    result = await run_process(
+        [path, "--version"], cwd=Path.cwd(), env=source, timeout_s=PROBE_TIMEOUT_S
+    )
+    if result.spawn_error or result.timed_out or result.returncode != 0:
+        cause = (
+            result.spawn_error
+            or ("timed out" if result.timed_out else None)
+            or f"exit {result.returncode}: {result.stderr.strip()[-400:] or 'no stderr output'}"
+        )
+        raise _unavailable(binary, cause, install_hint)
+    version = parse_version(result.stdout)
+    expected = " or ".join(f"{r.name} {r.spec}" if len(ranges) > 1 else r.spec for r in ranges)
+    if version is None:
+        shown = result.stdout.strip()[:80] or "nothing"
+        raise DiagnosticError(
+            [
+                error(
+                    "eval-host-unavailable",
+                    f"could not read the version printed by {binary} --version: {shown!r}",
+                    expected=f"a version MAJOR.MINOR.PATCH, supported: {expected}",
+                    next=install_hint,
+                )
+            ]
+        )
+    for candidate in ranges:
+        if candidate.contains(version):
+            return path, version, candidate
+    raise DiagnosticError(
+        [
+            error(
+                "eval-host-unsupported-version",
+                f"{label} {version} is not supported",
+                expected=expected,
+                next=f"install a supported {label} version and run again",
+            )
+        ]
+    )
