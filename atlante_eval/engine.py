@@ -205,6 +205,7 @@ class Engine:
         started = time.monotonic()
         started_at = _now()
         took_session = False
+        kept: Path | None = None
         try:
             async with trial_sandbox(
                 self.run_root,
@@ -214,11 +215,13 @@ class Engine:
                 prepare_host=lambda root, state: self._prepare(planned, root, state),
                 keep=self.options.keep,
             ) as sandbox:
+                kept = sandbox.trial_dir
                 if settle:
                     took_session = True
                     await ledger.settle(planned.position, took_session=True)
                 result = await self._session(planned, sandbox)
         except SandboxError as exc:
+            kept = exc.trial_dir
             result = TrialResult(
                 i=planned.index,
                 verdict="infra-error",
@@ -238,8 +241,8 @@ class Engine:
                 with anyio.CancelScope(shield=True):
                     await ledger.settle(planned.position, took_session=False)
         extra: dict[str, object] = {"started_at": started_at}
-        if self.options.keep:
-            extra["sandbox"] = str(self.run_root / f"{scenario.name}-trial-{planned.index}")
+        if self.options.keep and kept is not None:
+            extra["sandbox"] = str(kept)
         return result.model_copy(update=extra)
 
     def _context(self, planned: PlannedTrial, root: Path, state: Path) -> TrialContext:
@@ -281,6 +284,7 @@ class Engine:
             "tokens": usage.tokens,
             "cost": usage.cost,
             "model": usage.model,
+            "model_version": usage.model_version,
             "host_evidence": {**usage.evidence, **end.evidence} or None,
         }
         if usage.exceeded:

@@ -105,6 +105,8 @@ class TrialResult(_ReportModel):
     """Diff against the baseline, capped at 20,000 characters."""
     model: str | None = None
     """Model the host reported for this trial (additive)."""
+    model_version: str | None = None
+    """Model version the host reported, or derived from ``model`` (additive)."""
     changed_files: list[str] | None = None
     """Paths the agent changed (additive)."""
     host_evidence: dict[str, Any] | None = None

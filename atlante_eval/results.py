@@ -136,9 +136,8 @@ def build_meta_model(meta: Meta, scenarios: dict[str, ScenarioResult]) -> Meta:
     for name in sorted(scenarios):
         for trial in scenarios[name].trials:
             if trial.model:
-                return meta.model_copy(
-                    update={"model": trial.model, "model_version": model_version_of(trial.model)}
-                )
+                version = trial.model_version or model_version_of(trial.model)
+                return meta.model_copy(update={"model": trial.model, "model_version": version})
     return meta
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "create_run_root",
     "file_digest",
     "remove_tree",
+    "resolve_fixture",
     "trial_sandbox",
     "write_native_outputs",
 ]
@@ -50,6 +51,10 @@ _COPY_CHUNK = 1 << 20
 
 class SandboxError(Exception):
     """Raised while assembling a sandbox; the trial becomes ``infra-error`` with this text."""
+
+    def __init__(self, message: str, *, trial_dir: Path | None = None) -> None:
+        super().__init__(message)
+        self.trial_dir = trial_dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +121,27 @@ def _copy_file(source: Path, target: Path) -> None:
         os.close(src)
 
 
+def resolve_fixture(origin_root: Path, relative: str) -> Path:
+    """Return the fixture directory ``origin_root/relative``, re-checked at run time.
+
+    Discovery validated the fixture, but the tree may have changed since (another
+    trial's agent has ordinary access to the project), so containment and the
+    no-symlink rule are checked again for every component.
+
+    Raises:
+        SandboxError: the path escapes the root or traverses a symbolic link.
+    """
+    parts = split_segments(relative)
+    if not parts or ".." in parts or relative[0] in "/\\":
+        raise SandboxError("fixture must resolve inside the project")
+    try:
+        return resolve_no_follow(origin_root, relative)
+    except UnsafePathError as exc:
+        if "symbolic link" in str(exc):
+            raise SandboxError(f"fixture path traverses a symbolic link: {relative}") from exc
+        raise SandboxError(f"fixture cannot be inspected: {relative} ({exc})") from exc
+
+
 def copy_fixture(fixture: Path, target: Path) -> None:
     """Copy the fixture directory tree into ``target`` (which must not exist).
 
@@ -167,8 +193,15 @@ def write_native_outputs(native: NativeOutputs, root: Path) -> None:
         current = root
         for part in split_segments(item.path)[:-1]:
             current = current / part
-            if not current.exists():
+            if os.path.isdir(current) and not os.path.islink(current):
+                continue
+            try:
                 current.mkdir()
+            except OSError:
+                raise SandboxError(
+                    f"fixture file collides with a verified native output at {item.path}; "
+                    "rename or remove it in the fixture"
+                ) from None
         try:
             with open(target, "xb") as handle:
                 handle.write(item.content)
@@ -254,23 +287,25 @@ async def trial_sandbox(
     Raises:
         SandboxError: assembly failed (the trial is an ``infra-error``).
     """
-    trial_dir = run_root / f"{scenario.name}-trial-{trial}"
+    trial_dir = _fresh_dir(run_root, f"{scenario.name}-trial-{trial}")
     root = trial_dir / "project"
     state = trial_dir / "state"
     git_dir = trial_dir / "baseline.git"
     try:
-        trial_dir.mkdir()
-        state.mkdir()
-        await anyio.to_thread.run_sync(copy_fixture, scenario.fixture_path, root)
-        write_native_outputs(native, root)
-        prepare_host(root, state)
-        if scenario.document.task.setup:
-            await _run_setup(list(scenario.document.task.setup), root)
-        snapshot = _snapshot(root, scenario)
         try:
+            await anyio.to_thread.run_sync(_assemble_files, scenario, native, root, state)
+            prepare_host(root, state)
+            if scenario.document.task.setup:
+                await _run_setup(list(scenario.document.task.setup), root)
+            snapshot = await anyio.to_thread.run_sync(_snapshot, root, scenario)
             baseline = await make_baseline(root, git_dir)
         except GitError as exc:
-            raise SandboxError(str(exc)) from exc
+            raise SandboxError(str(exc), trial_dir=trial_dir) from exc
+        except SandboxError as exc:
+            exc.trial_dir = trial_dir
+            raise
+        except OSError as exc:
+            raise SandboxError(f"cannot assemble the sandbox: {exc}", trial_dir=trial_dir) from exc
         yield Sandbox(
             trial_dir=trial_dir,
             root=root,
@@ -283,3 +318,25 @@ async def trial_sandbox(
         if not keep:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(remove_tree, trial_dir)
+
+
+def _fresh_dir(run_root: Path, name: str) -> Path:
+    """Create ``run_root/name`` (or ``name-2``, ``name-3``... when a kept one exists)."""
+    for attempt in range(1, 100):
+        candidate = run_root / (name if attempt == 1 else f"{name}-{attempt}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise SandboxError(f"cannot create the trial directory: {exc}") from exc
+        return candidate
+    raise SandboxError(f"cannot create the trial directory: {run_root / name} exists")
+
+
+def _assemble_files(scenario: Scenario, native: NativeOutputs, root: Path, state: Path) -> None:
+    """Copy the fixture, write the native outputs and create the state directory."""
+    state.mkdir()
+    fixture = resolve_fixture(scenario.origin.root, scenario.document.task.fixture)
+    copy_fixture(fixture, root)
+    write_native_outputs(native, root)
