@@ -185,8 +185,6 @@ def load_solution(directory: Path, *, scenario: str, label: str) -> Solution | N
             f"unexpected entries {', '.join(unexpected)}; a solution holds only "
             f"{SOLUTION_FILES}/ and {SOLUTION_DELETE}"
         )
-    if not names:
-        raise SolutionError(f"the solution is empty; add {SOLUTION_FILES}/ or {SOLUTION_DELETE}")
     files: list[str] = []
     if SOLUTION_FILES in names:
         tree = directory / SOLUTION_FILES
@@ -197,6 +195,11 @@ def load_solution(directory: Path, *, scenario: str, label: str) -> Solution | N
     delete: tuple[str, ...] = ()
     if SOLUTION_DELETE in names:
         delete = _read_delete_list(directory / SOLUTION_DELETE)
+    if not files and not delete:
+        raise SolutionError(
+            f"the solution is empty: it needs a file under {SOLUTION_FILES}/ or a path in "
+            f"{SOLUTION_DELETE}"
+        )
     return Solution(
         scenario=scenario, directory=directory, label=label, files=tuple(files), delete=delete
     )
