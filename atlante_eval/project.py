@@ -200,8 +200,8 @@ def find_config(path: Path | str | None = None) -> Path:
                 [
                     error(
                         "ambiguous-config",
-                        "both atlante.jsonc and atlante.json exist; refusing to choose",
-                        source=str(target),
+                        f"both atlante.jsonc and atlante.json exist in {target}; "
+                        "refusing to choose",
                         next="remove one of them, or pass the file to use explicitly",
                     )
                 ]
