@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 from wcmatch import glob as wcglob
 
 from .environment import allowed_env
@@ -177,24 +178,34 @@ def _allowlist(check: DiffAllowlistCheck, ctx: CheckContext) -> tuple[CheckVerdi
     return "fail", {"allow": allow, "unexpected": unexpected, "changed": changed}
 
 
+def _file_check(check: Check, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+    if isinstance(check, FileExistsCheck):
+        return _exists(ctx, check.path, expect=True)
+    if isinstance(check, FileAbsentCheck):
+        return _exists(ctx, check.path, expect=False)
+    if isinstance(check, FileContainsCheck):
+        return _contains(check, ctx)
+    if isinstance(check, FileUnchangedCheck):
+        return _unchanged(check, ctx)
+    raise TypeError(f"not a file check: {check.type}")
+
+
 async def _run_one(check: Check, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
     path = getattr(check, "path", None)
     try:
         if isinstance(check, CommandCheck):
             return await _command(check, ctx)
-        if isinstance(check, FileExistsCheck):
-            return _exists(ctx, check.path, expect=True)
-        if isinstance(check, FileAbsentCheck):
-            return _exists(ctx, check.path, expect=False)
-        if isinstance(check, FileContainsCheck):
-            return _contains(check, ctx)
-        if isinstance(check, FileUnchangedCheck):
-            return _unchanged(check, ctx)
-        return _allowlist(check, ctx)
+        if isinstance(check, DiffAllowlistCheck):
+            return _allowlist(check, ctx)
+        # File checks read and hash files: keep that off the event loop.
+        return await anyio.to_thread.run_sync(_file_check, check, ctx)
     except UnsafePathError as exc:
         return "error", {"path": path, "cause": str(exc)}
     except OSError as exc:
         return "error", {"path": path, "cause": f"could not inspect sandbox path: {exc}"}
+    except Exception as exc:  # noqa: BLE001 - one broken check must not stop the others
+        evidence: dict[str, Any] = {"path": path} if path is not None else {}
+        return "error", {**evidence, "cause": f"unexpected error: {type(exc).__name__}: {exc}"}
 
 
 async def run_checks(checks: Sequence[Check], ctx: CheckContext) -> list[CheckResult]:
