@@ -12,6 +12,7 @@ assembled, ``selftest-check-error`` when a check reaches no verdict, and a
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,7 +121,7 @@ class SelftestResult(_SelftestModel):
 def describe_check(check: Check) -> str:
     """A short human label for a check, e.g. ``command python3 -m unittest``."""
     if isinstance(check, CommandCheck):
-        return "command " + " ".join(check.run)
+        return "command " + shlex.join(check.run)
     if isinstance(check, DiffAllowlistCheck):
         count = len(check.allow)
         return f"diff-allowlist of {count} path{'s' if count != 1 else ''}"
