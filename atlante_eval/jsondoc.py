@@ -1,9 +1,9 @@
 """Read JSON and JSONC documents with exact error positions.
 
-``.json`` files are parsed as strict JSON; ``.jsonc`` files may also hold ``//`` and
-``/* */`` comments and trailing commas (which are blanked out in place before the
-strict parse, so every error keeps its exact line and column). Both reject
-duplicate keys and the non-JSON constants ``NaN`` and ``Infinity``.
+``.json`` files are parsed as strict JSON; ``.jsonc`` files are parsed with json5,
+so they may hold ``//`` and ``/* */`` comments and trailing commas. Both report
+errors with their line and column, and reject duplicate keys and the non-JSON
+constants ``NaN`` and ``Infinity``.
 :func:`locate_pointers` maps every JSON pointer of a parsed text to the line and
 column where its value (or, for an object member, its key) starts, so schema
 errors point at the exact spot.
@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import json5
 
 __all__ = [
     "MAX_DOCUMENT_BYTES",
@@ -132,53 +134,52 @@ def _reject_constant(name: str) -> Any:
     raise _BadConstant(name)
 
 
-_STRING = r'"(?:[^"\\\n]|\\.)*+"?'
-#: A string (possibly unterminated: it then stops at the end of the line), a line
-#: comment, or a block comment (possibly unterminated).
-_COMMENT = re.compile(rf"{_STRING}|//[^\n]*+|/\*(?:[^*]|\*(?!/))*+(?:\*/)?", re.DOTALL)
-#: A string, or a comma followed by a closing bracket.
-_TRAILING_COMMA = re.compile(rf"{_STRING}|,\s*+[\]}}]", re.DOTALL)
-_NOT_NEWLINE = re.compile(r"[^\r\n]")
-_BARE_CONSTANT = re.compile(rf"{_STRING}|(-?Infinity|NaN)", re.DOTALL)
+_JSON5_POSITION = re.compile(r"<string>:(\d+) (.*) at column (\d+)$", re.DOTALL)
+_BARE_CONSTANT = re.compile(r'"(?:[^"\\\n]|\\.)*+"?|(-?Infinity|NaN)', re.DOTALL)
 
 
-def _blank_jsonc(text: str) -> str:
-    """Return ``text`` with comments and trailing commas replaced by spaces.
+def _join_surrogates(value: Any) -> Any:
+    """Combine ``\\ud83d\\ude00``-style surrogate escapes, which json5 leaves apart."""
+    if isinstance(value, str):
+        if any("\ud800" <= ch <= "\udfff" for ch in value):
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, list):
+        return [_join_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_join_surrogates(k): _join_surrogates(v) for k, v in value.items()}
+    return value
 
-    Every other character keeps its offset (newlines inside block comments are
-    kept), so strict JSON errors on the result point at the right line and column.
-    A comma directly after ``[``, ``{`` or another comma is not a trailing comma and
-    is left for the strict parser to reject.
 
-    Raises:
-        DocumentParseError: a block comment is not closed.
+_JSON5_DUPLICATE = re.compile(r'^Duplicate key "(.*)" found in object$', re.DOTALL)
+
+
+def _parse_jsonc(text: str) -> Any:
+    """Parse JSONC with json5 (a superset: comments, trailing commas, JSON5 syntax).
+
+    json5 re-raises errors from hooks as plain ``ValueError``; they are turned back
+    into the duplicate-key and constant errors here.
     """
 
-    def comment(match: re.Match[str]) -> str:
-        lexeme = match.group()
-        if lexeme.startswith('"'):
-            return lexeme
-        if lexeme.startswith("/*") and (len(lexeme) < 4 or not lexeme.endswith("*/")):
-            line, column = _line_column(text, match.start())
-            raise DocumentParseError("unterminated block comment", line, column)
-        return _NOT_NEWLINE.sub(" ", lexeme)
+    def constant(name: str) -> Any:
+        raise ValueError(f"\0constant:{name}")
 
-    blanked = _COMMENT.sub(comment, text) if "/" in text else text
-    if "," not in blanked:
-        return blanked
-
-    def comma(match: re.Match[str]) -> str:
-        lexeme = match.group()
-        if lexeme.startswith('"'):
-            return lexeme
-        before = match.start() - 1
-        while before >= 0 and blanked[before] in " \t\r\n":
-            before -= 1
-        if before < 0 or blanked[before] in "[{,":
-            return lexeme
-        return " " + lexeme[1:]
-
-    return _TRAILING_COMMA.sub(comma, blanked)
+    try:
+        return _join_surrogates(
+            json5.loads(text, parse_constant=constant, allow_duplicate_keys=False)
+        )
+    except ValueError as exc:
+        message = str(exc)
+        if message.startswith("\0constant:"):
+            raise _BadConstant(message.removeprefix("\0constant:")) from exc
+        duplicate = _JSON5_DUPLICATE.match(message)
+        if duplicate:
+            raise _DuplicateKey(duplicate.group(1)) from exc
+        match = _JSON5_POSITION.search(message)
+        if match is None:
+            raise DocumentParseError(message or "malformed JSONC", 1, 1) from exc
+        detail = match.group(2).replace("\n", "end of line").replace("\r", "end of line")
+        raise DocumentParseError(detail, int(match.group(1)), int(match.group(3))) from exc
 
 
 def _strict_json_hint(text: str, offset: int, message: str) -> str:
@@ -192,20 +193,23 @@ def _strict_json_hint(text: str, offset: int, message: str) -> str:
 
 
 def parse_document(text: str, *, jsonc: bool) -> Any:
-    """Parse ``text`` as strict JSON, or as JSONC when ``jsonc`` is true.
+    """Parse ``text`` as strict JSON, or with json5 when ``jsonc`` is true.
 
-    JSONC is JSON plus ``//`` and ``/* */`` comments and trailing commas; nothing
-    else (no single quotes, unquoted keys, ``NaN`` or hexadecimal numbers).
+    ``.jsonc`` documents are read by json5, so comments and trailing commas work
+    (and, being JSON5, so do single-quoted strings, unquoted keys and hexadecimal
+    numbers); ``NaN``, ``Infinity`` and duplicate keys are rejected in both modes.
 
     Raises:
         DocumentParseError: malformed text, a duplicate key, a non-JSON constant
             (``NaN``, ``Infinity``), or an empty document; with the 1-based line and
             column of the problem.
     """
-    source = _blank_jsonc(text) if jsonc else text
+    source = text
     if not source.strip():
         raise DocumentParseError("the document is empty", 1, 1)
     try:
+        if jsonc:
+            return _parse_jsonc(source)
         return json.loads(
             source, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
         )

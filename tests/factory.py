@@ -606,7 +606,7 @@ BAD_PROJECTS: tuple[BadProject, ...] = (
         "pack-eval-unreadable",
         _unreadable_pack_preset,
         "pack-eval-unreadable",
-        location=(1, 3),
+        location=(1, 7),
         source="@acme/review@1.0.0/atlante.jsonc",
     ),
     BadProject(

@@ -168,12 +168,18 @@ def test_duplicate_keys_are_rejected_at_the_repeated_key(jsonc: bool) -> None:
 
 @pytest.mark.parametrize(
     ("text", "jsonc"),
-    [("", False), ("", True), ("   \n\t ", False), ("   \n\t ", True), ("// only\n", True)],
+    [("", False), ("", True), ("   \n\t ", False), ("   \n\t ", True)],
 )
 def test_empty_documents_are_rejected(text: str, jsonc: bool) -> None:
-    """A document with no value (or, in JSONC, only comments) is an error at 1:1."""
+    """A document with no value is an error at 1:1."""
     problem = _parse_error(text, jsonc=jsonc)
     assert (problem.message, problem.line, problem.column) == ("the document is empty", 1, 1)
+
+
+def test_a_jsonc_document_of_comments_only_has_no_value() -> None:
+    """A JSONC document holding only comments ends before any value."""
+    problem = _parse_error("// only\n", jsonc=True)
+    assert (problem.message, problem.line, problem.column) == ("Unexpected end of input", 2, 1)
 
 
 @pytest.mark.parametrize("jsonc", [False, True])
@@ -217,23 +223,32 @@ def test_jsonc_comment_cannot_hide_a_closing_bracket() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message", "line", "column"),
+    ("text", "value"),
     [
-        ("{'a': 1}", "Expecting property name enclosed in double quotes", 1, 2),
-        ("{a: 1}", "Expecting property name enclosed in double quotes", 1, 2),
-        ('{"a": 0x10}', "Expecting ',' delimiter", 1, 8),
-        ("[,]", "Expecting value", 1, 2),
-        ("[1,,]", "Expecting value", 1, 4),
-        ("{,}", "Expecting property name enclosed in double quotes", 1, 2),
-        ('{\n  /* a\n     b */ "a": tru\n}', "Expecting value", 3, 16),
-        ('{"a": 1 /* open', "unterminated block comment", 1, 9),
-        ('{"a": 1 /*/ }', "unterminated block comment", 1, 9),
+        ("{'a': 1}", {"a": 1}),
+        ("{a: 1}", {"a": 1}),
+        ('{"a": 0x10}', {"a": 16}),
     ],
 )
-def test_jsonc_is_json_plus_comments_and_trailing_commas_only(
-    text: str, message: str, line: int, column: int
-) -> None:
-    """JSONC rejects JSON5 extensions and lone commas, keeping exact positions after comments."""
+def test_jsonc_is_read_with_json5(text: str, value: object) -> None:
+    """``.jsonc`` documents are parsed by json5, so JSON5 syntax is accepted too."""
+    assert parse_document(text, jsonc=True) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "line", "column"),
+    [
+        ("[,]", 'Unexpected ","', 1, 2),
+        ("[1,,]", 'Unexpected ","', 1, 4),
+        ("{,}", 'Unexpected "}"', 1, 3),
+        ('{\n  /* a\n     b */ "a": tru\n}', 'Unexpected "end of line"', 3, 19),
+        ('{"a": 1 /* open', "Unexpected end of input", 1, 16),
+        ('{"a": 1,\n "a": 2}', 'duplicate key "a"', 2, 2),
+        ('{"a": NaN}', "NaN is not valid JSON", 1, 7),
+    ],
+)
+def test_jsonc_errors_keep_their_position(text: str, message: str, line: int, column: int) -> None:
+    """JSONC syntax errors, duplicate keys and NaN report the exact line and column."""
     problem = _parse_error(text, jsonc=True)
     assert (problem.message, problem.line, problem.column) == (message, line, column)
 

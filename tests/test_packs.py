@@ -241,7 +241,7 @@ def test_unreadable_root_preset_is_pack_eval_unreadable(tmp_path: Path) -> None:
     assert diagnostic.source == f"{PACK}@1.0.0/atlante.jsonc"
     assert diagnostic.location is not None
     assert diagnostic.location.line == 5
-    assert diagnostic.cause == "Expecting ',' delimiter"
+    assert diagnostic.cause == "Unexpected end of input"
     assert diagnostic.next
 
 

@@ -150,7 +150,7 @@ def test_malformed_jsonc_reports_line_and_column(tmp_path: Path) -> None:
     assert diagnostic.message.startswith("malformed JSONC")
     assert diagnostic.source == "atlante.jsonc"
     assert diagnostic.location is not None
-    assert (diagnostic.location.line, diagnostic.location.column) == (4, 31)
+    assert (diagnostic.location.line, diagnostic.location.column) == (4, 32)
 
 
 def test_comment_in_strict_json_config_is_malformed(tmp_path: Path) -> None:
