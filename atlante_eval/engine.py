@@ -154,16 +154,17 @@ class Engine:
         try:
             if wait_for is not None:
                 await wait_for.wait()
-            if not await ledger.admit(planned.position):
-                my_turn.set()
-                await self._finish(
-                    planned, TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
-                )
-                return
+            admitted = await ledger.admit(planned.position)
+            # A skipped trial also waits for a slot, and every trial is announced
+            # before its slot is freed: with one job, events follow plan order exactly.
             async with limiter:
                 my_turn.set()
+                if not admitted:
+                    skipped = TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
+                    await self._finish(planned, skipped)
+                    return
                 result = await self._attempts(planned, ledger)
-            await self._finish(planned, result)
+                await self._finish(planned, result)
         finally:
             my_turn.set()
 

@@ -22,6 +22,7 @@ from .diagnostics import DiagnosticError, error
 __all__ = [
     "PublishError",
     "atomic_write",
+    "check_below",
     "check_no_symlinks",
     "ensure_gitignore",
     "new_run_id",
@@ -81,8 +82,33 @@ def _mkdirs(path: Path) -> None:
         raise PublishError(f"report output path is not a directory: {absolute}")
 
 
-def reserve_run_dir(base: Path, run_id: str) -> tuple[str, Path]:
+def check_below(anchor: Path, path: Path) -> None:
+    """Refuse ``path`` if any existing component between ``anchor`` and it is a symlink.
+
+    Used for the default location, where every part below the project root
+    (``.atlante``, ``.atlante/eval``) is ours and must be a real directory.
+
+    Raises:
+        PublishError: a component is a symbolic link.
+    """
+    try:
+        relative = path.absolute().relative_to(anchor.absolute())
+    except ValueError:
+        return
+    current = anchor.absolute()
+    for part in relative.parts:
+        current = current / part
+        if os.path.islink(current):
+            raise PublishError(f"report output path traverses a symbolic link: {current}")
+
+
+def reserve_run_dir(base: Path, run_id: str, *, anchor: Path | None = None) -> tuple[str, Path]:
     """Create ``base`` if needed and reserve a fresh ``base/<run id>`` directory.
+
+    Args:
+        base: the report base directory.
+        run_id: the preferred run id.
+        anchor: when given, no component of ``base`` below it may be a symlink.
 
     Returns:
         The run id actually used (re-rolled on collision) and the directory.
@@ -91,6 +117,8 @@ def reserve_run_dir(base: Path, run_id: str) -> tuple[str, Path]:
         PublishError: unsafe or unwritable location, or no free id in 8 attempts.
     """
     try:
+        if anchor is not None:
+            check_below(anchor, base)
         _mkdirs(base)
         for _ in range(_RUN_ID_ATTEMPTS):
             candidate = base / run_id

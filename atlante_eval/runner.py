@@ -178,6 +178,13 @@ def _scenarios(plan: Plan, progress: _Progress, *, interrupted: bool) -> dict[st
     }
 
 
+def _cause(failure: BaseException) -> str:
+    """``Type: message`` of the error that stopped a run, unwrapping task-group wrappers."""
+    while isinstance(failure, BaseExceptionGroup) and len(failure.exceptions) == 1:
+        failure = failure.exceptions[0]
+    return f"{type(failure).__name__}: {failure}"
+
+
 def _report_base(suite: Suite, options: RunOptions) -> Path:
     return options.out if options.out is not None else suite.project.root / ".atlante" / "eval"
 
@@ -185,7 +192,8 @@ def _report_base(suite: Suite, options: RunOptions) -> Path:
 def _reserve(suite: Suite, options: RunOptions, run_id: str) -> tuple[str, Path]:
     base = _report_base(suite, options)
     try:
-        run_id, run_dir = reserve_run_dir(base, run_id)
+        anchor = suite.project.root if options.out is None else None
+        run_id, run_dir = reserve_run_dir(base, run_id, anchor=anchor)
         if options.out is None:
             ensure_gitignore(suite.project.root / ".atlante")
     except PublishError as exc:
@@ -383,7 +391,10 @@ async def execute_run(
             except PublishError as exc:
                 raise publish_error(run_dir, exc) from None
             log.info("run.end", interrupted=stopped, report=str(report_path))
-            await call_sink(on_event, RunFinished(run_id, stopped))
+            try:
+                await call_sink(on_event, RunFinished(run_id, stopped))
+            except Exception as exc:  # noqa: BLE001 - the report is out; still an eval-run-failed
+                failure = failure or exc
             structlog.contextvars.unbind_contextvars("run_id", "host")
     if failure is not None:
         raise EvalRunError(
@@ -392,7 +403,7 @@ async def execute_run(
                     "eval-run-failed",
                     "the run stopped on an unexpected error; a partial report was published",
                     source=str(report_path),
-                    cause=f"{type(failure).__name__}: {failure}",
+                    cause=_cause(failure),
                     next="fix the cause and run again (or --resume the run directory)",
                 )
             ],
