@@ -173,6 +173,8 @@ def selftest(
             return result.exit_code
         print_diagnostics(result.diagnostics)
         typer.echo(render_selftest(result))
+        if outcome.report.meta.run_root:
+            typer.echo(f"sandboxes kept in: {outcome.report.meta.run_root}")
         return result.exit_code
 
     raise typer.Exit(guarded(action))

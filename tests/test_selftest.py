@@ -486,6 +486,20 @@ def test_keep_leaves_the_sandboxes(tmp_path: Path) -> None:
         shutil.rmtree(outcome.report.meta.run_root)
 
 
+def test_keep_option_prints_where_the_sandboxes_are(tmp_path: Path) -> None:
+    """--keep on the command line prints the kept run directory, which holds both trials."""
+    root = make_project(tmp_path / "p", scenarios=[scenario("s", checks=WRITES_OUT)])
+    _solution(root, "s", {"out.txt": "done\n"})
+    result = _invoke("selftest", str(root), "--out", str(tmp_path / "r"), "--keep")
+    assert result.exit_code == 0
+    line = next(x for x in result.stdout.splitlines() if x.startswith("sandboxes kept in: "))
+    kept = Path(line.removeprefix("sandboxes kept in: "))
+    try:
+        assert sorted(p.name for p in kept.iterdir()) == ["s-trial-0", "s-trial-1"]
+    finally:
+        shutil.rmtree(kept)
+
+
 def test_selftest_codes_are_documented() -> None:
     """Every code selftest can emit is in the table of diagnostic codes."""
     emitted = {
