@@ -183,6 +183,11 @@ def _evidence_summary(check: Check, result: CheckResult) -> str:
     return json.dumps(evidence, ensure_ascii=False)[:_OUTPUT_CHARS]
 
 
+def _agents(names: list[str]) -> str:
+    """``null agent``, ``reference agent``, or ``null and reference agents``."""
+    return f"{names[0]} agent" if len(names) == 1 else f"{' and '.join(names)} agents"
+
+
 def _assembly_failure(result: TrialResult) -> bool:
     return result.verdict == "infra-error" and result.checks is None and not result.host_evidence
 
@@ -198,7 +203,7 @@ def _setup_findings(
     if not failed:
         return []
     messages = {r.error for _, r in failed}
-    agents = " and ".join(f"{a} agent" for a, _ in failed)
+    agents = _agents([a for a, _ in failed])
     text = failed[0][1].error or "unknown error"
     pointer = "/task/setup" if text.startswith("setup ") else "/task/fixture"
     if len(messages) > 1:
@@ -230,7 +235,7 @@ def _check_error_findings(
             seen.setdefault((-1, result.error), []).append(agent)
     findings = []
     for (index, cause), agents in seen.items():
-        who = " and ".join(f"{a} agent" for a in agents)
+        who = _agents(agents)
         if index < 0:
             findings.append(
                 error(

@@ -383,7 +383,7 @@ def test_setup_failure_is_reported_once_for_both_agents(tmp_path: Path) -> None:
     outcome = _selftest(root, tmp_path)
     assert outcome.exit_code == 1
     finding = _only(outcome, "selftest-setup-failed")
-    assert "for the null agent and reference agent" in finding.message
+    assert "for the null and reference agents" in finding.message
     assert finding.cause == "setup failed: exit 3"
     assert finding.pointer == "/task/setup"
     assert "selftest-vacuous" not in _codes(outcome)
@@ -412,7 +412,7 @@ def test_check_that_reaches_no_verdict_is_reported(
     assert outcome.exit_code == 1
     finding = _only(outcome, "selftest-check-error")
     assert finding.pointer == "/checks/0"
-    assert "with the null agent and reference agent" in finding.message
+    assert "with the null and reference agents" in finding.message
     assert finding.cause is not None
     assert cause in finding.cause
 
