@@ -1,0 +1,412 @@
+"""atlante-eval drives the real ``claude`` and ``opencode`` CLIs end to end, offline.
+
+For each host, two ``run_eval`` calls run against the scripted mock model server:
+
+* a *main* run at ``jobs=2`` with one trial each of: a stray file (diff-allowlist
+  fails), a token budget exceeded mid-run, a timeout caused by model latency, an
+  API error, and a destructive command the containment policy denies;
+* a *pair* run: two trials of one passing scenario at ``jobs=2`` whose agent dumps
+  its environment, to prove the trials shared no HOME or state and that the
+  prompt reached the model byte for byte.
+
+The host is found on PATH (as a user's would be) and pointed at the mock the
+documented way: Claude Code through ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_KEY``
+(passed by default), OpenCode through ``eval.model`` ``mock/mock-model``, a stored
+``auth.json`` key, and a provider-only ``OPENCODE_CONFIG_CONTENT`` given with
+``--pass-env``. Every host process inherits a marker variable; after each run no
+process carrying it may be left. The mock is also the hosts' HTTP(S) proxy, so any
+traffic to another host would be logged (and refused).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from atlante_eval.report import RunReport, TrialResult
+from atlante_eval.runner import run_eval
+from tests.factory import make_project, scenario
+
+from .fixtures import require_hosts
+from .hostrun import proxy_trap_env
+from .mock_model import (
+    Fail,
+    MockModelServer,
+    Reply,
+    RequestRecord,
+    RunBash,
+    Script,
+    Usage,
+    WriteFile,
+)
+
+pytestmark = pytest.mark.realhost
+
+HOSTS = ("claude-code", "opencode")
+MARKER_VAR = "ATLANTE_TEST_RUN_MARKER"
+PROMPT = "-p --dash first \"double\" 'single' $HOME `tick` ünïcödé ✓\n  second line  [script:pair]"
+#: Scenario budget.timeoutMs for the latency trial: OpenCode needs 3-20 s to start (by load).
+SLOW_TIMEOUT_MS = {"claude-code": 5_000, "opencode": 40_000}
+MAX_TOKENS = 400_000
+BIG = Usage(input_tokens=900_000, output_tokens=5)
+OPENCODE_PROVIDER = {
+    "provider": {
+        "mock": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Mock",
+            "options": {"baseURL": "{env:MOCK_BASE_URL}"},
+            "models": {
+                "mock-model": {"tool_call": True, "limit": {"context": 128000, "output": 4096}}
+            },
+        }
+    }
+}
+CHECK_HELLO = [
+    sys.executable,
+    "-c",
+    "import pathlib,sys; sys.exit(pathlib.Path('hello.txt').read_text() != 'hello\\n')",
+]
+
+
+def scripts() -> list[Script]:
+    """Return every script the tests' prompts select."""
+    return [
+        Script(
+            "pair", [WriteFile("hello.txt", "hello\n"), RunBash("env > env.txt"), Reply("done")]
+        ),
+        Script(
+            "stray", [WriteFile("hello.txt", "hello\n"), WriteFile("stray.txt", "x"), Reply("done")]
+        ),
+        Script("big", [WriteFile("hello.txt", "hello\n", usage=BIG), Reply("done", delay=120)]),
+        Script("slow", [Reply("late", delay=120)]),
+        Script("err", [Fail(400, "mock says no")]),
+        Script("denied", [RunBash("rm -rf sub"), Reply("done")]),
+    ]
+
+
+def scenarios(host: str) -> list[dict[str, Any]]:
+    """Return the main run's scenarios."""
+    hello = [
+        {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
+        {"type": "diff-allowlist", "allow": ["hello.txt"]},
+    ]
+    return [
+        scenario("stray", prompt="Write hello.txt. [script:stray]", checks=hello),
+        scenario("big", prompt="Write hello.txt. [script:big]", checks=hello),
+        scenario(
+            "delayed",
+            prompt="Answer slowly. [script:slow]",
+            checks=hello,
+            budget={"timeoutMs": SLOW_TIMEOUT_MS[host]},
+        ),
+        scenario("err", prompt="Fail. [script:err]", checks=hello),
+        scenario(
+            "denied",
+            prompt="Delete sub. [script:denied]",
+            checks=[
+                {"type": "file-unchanged", "path": "sub/keep.txt"},
+                {"type": "diff-allowlist", "allow": ["README.md"]},
+            ],
+        ),
+    ]
+
+
+def pair_scenario() -> dict[str, Any]:
+    """Return the passing scenario whose two trials run at once."""
+    return scenario(
+        "pair",
+        prompt=PROMPT,
+        checks=[
+            {"type": "command", "run": CHECK_HELLO},
+            {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
+            {"type": "file-exists", "path": "env.txt"},
+            {"type": "file-unchanged", "path": "README.md"},
+            {"type": "diff-allowlist", "allow": ["hello.txt", "env.txt"]},
+        ],
+    )
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Return the pids of live processes whose environment holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in environ:
+            found.append(int(entry))
+    return found
+
+
+def leftovers(marker: str, wait_s: float = 3.0) -> list[int]:
+    """Wait up to ``wait_s`` for marked processes to disappear; return those that stay."""
+    deadline = time.monotonic() + wait_s
+    while (pids := marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return pids
+
+
+@dataclass
+class HostRun:
+    """One host's two runs and what the mock saw."""
+
+    host: str
+    main: RunReport
+    pair: RunReport
+    requests: list[RequestRecord]
+    main_leftovers: list[int]
+    pair_leftovers: list[int]
+    pair_envs: list[dict[str, str]]
+    pair_sandboxes: list[Path]
+    mock: MockModelServer
+    marker: str
+
+    def trial(self, name: str) -> TrialResult:
+        """Return the single trial of main-run scenario ``name``."""
+        [trial] = self.main.scenarios[name].trials
+        return trial
+
+    def requests_for(self, script: str) -> list[RequestRecord]:
+        """Return the main model calls answered by ``script``."""
+        return [r for r in self.requests if r.script == script]
+
+
+def _environment(
+    host: str, mock: MockModelServer, tmp: Path, marker: str
+) -> tuple[dict[str, str], list[str]]:
+    """Return the parent variables to set and the --pass-env names for ``host``."""
+    variables = {MARKER_VAR: marker, "SECRET_MARKER": "must-not-leak", **proxy_trap_env(mock)}
+    pass_env = [MARKER_VAR]
+    if host == "claude-code":
+        variables |= {
+            "ANTHROPIC_BASE_URL": mock.anthropic_base_url,
+            "ANTHROPIC_API_KEY": "test-key",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+        }
+        pass_env.append("CLAUDE_CODE_MAX_RETRIES")
+    else:
+        data = tmp / "user-data"
+        (data / "opencode").mkdir(parents=True)
+        (data / "opencode" / "auth.json").write_text(
+            json.dumps({"mock": {"type": "api", "key": "test-key"}})
+        )
+        variables |= {
+            "XDG_DATA_HOME": str(data),
+            "OPENCODE_CONFIG_CONTENT": json.dumps(OPENCODE_PROVIDER),
+            "MOCK_BASE_URL": mock.openai_base_url,
+        }
+        pass_env += ["OPENCODE_CONFIG_CONTENT", "MOCK_BASE_URL"]
+    return variables, pass_env
+
+
+def _run(project: Path, out: Path, pass_env: list[str], *, keep: bool = False) -> RunReport:
+    return anyio.run(lambda: run_eval(project, jobs=2, out=out, pass_env=pass_env, keep=keep))
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.replace("_", "").isalnum():
+            env[name] = value
+    return env
+
+
+@pytest.fixture(scope="module", params=HOSTS)
+def host_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HostRun]:
+    """Run both suites on one real host against a fresh mock; yield what happened."""
+    host: str = request.param
+    bin_dir = require_hosts()
+    tmp = tmp_path_factory.mktemp(host)
+    marker = uuid.uuid4().hex
+    model = "mock-model" if host == "claude-code" else "mock/mock-model"
+    fixtures = {"eval/fixtures/app": {"README.md": "hi\n", "sub/keep.txt": "keep\n"}}
+    config = {"model": model, "budget": {"trials": 1, "maxTokens": MAX_TOKENS}}
+    with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
+        variables, pass_env = _environment(host, mock, tmp, marker)
+        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
+            patch.delenv(name, raising=False)
+        for name, value in variables.items():
+            patch.setenv(name, value)
+        main_project = make_project(
+            tmp / "main", host=host, scenarios=scenarios(host), fixtures=fixtures, eval_extra=config
+        )
+        main = _run(main_project, tmp / "main-out", pass_env)
+        main_leftovers = leftovers(marker)
+        pair_project = make_project(
+            tmp / "pair",
+            host=host,
+            scenarios=[pair_scenario()],
+            fixtures=fixtures,
+            eval_extra={**config, "budget": {**config["budget"], "trials": 2}},
+        )
+        pair = _run(pair_project, tmp / "pair-out", pass_env, keep=True)
+        pair_leftovers = leftovers(marker)
+        sandboxes = [
+            Path(t.sandbox) / "project" for t in pair.scenarios["pair"].trials if t.sandbox
+        ]
+        envs = [_env_file(s / "env.txt") for s in sandboxes if (s / "env.txt").exists()]
+        try:
+            yield HostRun(
+                host=host,
+                main=main,
+                pair=pair,
+                requests=mock.requests,
+                main_leftovers=main_leftovers,
+                pair_leftovers=pair_leftovers,
+                pair_envs=envs,
+                pair_sandboxes=sandboxes,
+                mock=mock,
+                marker=marker,
+            )
+        finally:
+            if pair.meta.run_root:
+                shutil.rmtree(pair.meta.run_root, ignore_errors=True)
+
+
+def test_passing_trials_write_the_file_and_pass_every_check(host_run: HostRun) -> None:
+    """Both pair trials pass all five checks, with the mock's usage and the model recorded."""
+    trials = host_run.pair.scenarios["pair"].trials
+    assert [t.verdict for t in trials] == ["pass", "pass"], [t.error for t in trials]
+    for trial in trials:
+        assert trial.checks is not None
+        assert [c.verdict for c in trial.checks] == ["pass"] * 5
+        assert trial.changed_files is not None
+        changed = set(trial.changed_files)
+        if host_run.host == "opencode":  # its own runtime file, ignored by diff-allowlist
+            assert ".opencode/.gitignore" in changed
+            changed.discard(".opencode/.gitignore")
+        assert changed == {"env.txt", "hello.txt"}
+        assert trial.tokens == 3 * (100 + 10)
+        assert trial.budget_unmonitored is None
+        assert trial.host_evidence is None
+    assert host_run.pair.meta.host == host_run.host
+    assert host_run.pair.meta.host_version in ("2.1.332", "1.18.33")
+    if host_run.host == "claude-code":
+        assert all(t.model == "mock-model" and t.cost for t in trials)
+    else:
+        assert all(t.model == "mock/mock-model" for t in trials)
+
+
+def test_the_prompt_reaches_the_model_byte_for_byte(host_run: HostRun) -> None:
+    """The scenario prompt (leading dash, quotes, newline, unicode) arrives unchanged."""
+    calls = host_run.requests_for("pair")
+    assert len(calls) == 2 * 3
+    for call in calls:
+        assert call.user_texts[-1] == PROMPT
+    if host_run.host == "opencode":
+        assert all(call.user_texts == (PROMPT,) for call in calls)
+
+
+def test_concurrent_trials_share_no_home_or_state(host_run: HostRun) -> None:
+    """Each trial's HOME, XDG, temp and config dirs live in its own state directory."""
+    assert len(host_run.pair_envs) == 2
+    names = [
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_STATE_HOME",
+        "TMPDIR",
+        "XDG_RUNTIME_DIR",
+    ]
+    if host_run.host == "claude-code":
+        names += ["CLAUDE_CONFIG_DIR", "CLAUDE_CODE_TMPDIR"]
+    for env, sandbox in zip(host_run.pair_envs, host_run.pair_sandboxes, strict=True):
+        state = sandbox.parent / "state"
+        for name in names:
+            assert Path(env[name]).is_relative_to(state), (name, env[name])
+        assert env[MARKER_VAR] == host_run.marker
+        assert "SECRET_MARKER" not in env
+    first, second = host_run.pair_envs
+    assert all(first[name] != second[name] for name in names)
+
+
+def test_no_traffic_leaves_and_only_models_are_called(host_run: HostRun) -> None:
+    """The proxy trap saw nothing: every request was a model call on the host's API path."""
+    path = "/v1/messages" if host_run.host == "claude-code" else "/v1/chat/completions"
+    assert host_run.requests
+    for record in host_run.requests:
+        assert (record.method, record.path) == ("POST", path), record
+        assert record.kind in ("main", "side"), record
+        assert record.model == "mock-model"
+
+
+def test_stray_file_fails_the_diff_allowlist(host_run: HostRun) -> None:
+    """An out-of-scope file makes diff-allowlist fail with it as the unexpected path."""
+    trial = host_run.trial("stray")
+    assert trial.verdict == "fail", trial.error
+    assert trial.checks is not None
+    assert trial.checks[0].verdict == "pass"
+    assert trial.checks[1].verdict == "fail"
+    assert trial.checks[1].evidence["unexpected"] == ["stray.txt"]
+
+
+def test_token_budget_aborts_mid_run(host_run: HostRun) -> None:
+    """900k tokens in the first model call: budget-exceeded before the delayed second call."""
+    trial = host_run.trial("big")
+    assert trial.verdict == "budget-exceeded", trial.error
+    assert trial.error == f"trial exceeded {MAX_TOKENS} tokens"
+    assert trial.tokens is not None
+    assert trial.tokens > MAX_TOKENS
+    assert trial.duration_ms < 60_000  # the second answer would come a minute later
+    assert [r.step for r in host_run.requests_for("big")] in ([0], [0, 1])
+
+
+def test_model_latency_times_out(host_run: HostRun) -> None:
+    """A model that answers after two minutes hits the scenario timeout; the call was made."""
+    trial = host_run.trial("delayed")
+    timeout = SLOW_TIMEOUT_MS[host_run.host]
+    assert trial.verdict == "timeout", trial.error
+    assert trial.error == f"trial exceeded {timeout}ms"
+    assert timeout <= trial.duration_ms < timeout + 10_000
+    assert host_run.requests_for("slow")
+
+
+def test_api_error_is_an_infra_error_with_the_status(host_run: HostRun) -> None:
+    """An HTTP 400 from the model becomes an infra-error naming the status and message."""
+    trial = host_run.trial("err")
+    assert trial.verdict == "infra-error"
+    assert trial.error is not None
+    assert "bad request: status 400" in trial.error
+    assert "mock says no" in trial.error
+    prefix = (
+        "claude run exited 1: claude run failed"
+        if host_run.host == "claude-code"
+        else "opencode run exited 1: APIError"
+    )
+    assert trial.error.startswith(prefix)
+
+
+def test_destructive_command_is_denied_by_the_policy(host_run: HostRun) -> None:
+    """`rm -rf sub` is denied by the generated policy; Claude's denial is recorded."""
+    trial = host_run.trial("denied")
+    assert trial.verdict == "pass", (trial.error, trial.checks)
+    if host_run.host == "claude-code":
+        assert trial.host_evidence is not None
+        [denial] = trial.host_evidence["permissionDenials"]
+        assert denial["tool"] == "Bash"
+        assert "rm -rf sub" in denial["input"]
+
+
+def test_no_process_is_left_behind(host_run: HostRun) -> None:
+    """No process carrying the run's marker survives either run (budget and timeout included)."""
+    assert host_run.main_leftovers == []
+    assert host_run.pair_leftovers == []
