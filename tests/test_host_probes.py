@@ -239,3 +239,40 @@ def test_claude_out_of_range_is_unsupported(tmp_path: Path, version: str) -> Non
     ).diagnostics[0]
     assert problem.code == "eval-host-unsupported-version"
     assert problem.expected == ">=2.0.0 <3.0.0"
+
+
+INSTALL_SCRIPT = Path(__file__).parents[1] / "tools" / "install_hosts.sh"
+
+
+def test_install_script_pins_match_the_realhost_tests() -> None:
+    """tools/install_hosts.sh installs exactly the versions the real-host tests expect."""
+    from tests.realhost.hosts import CLAUDE_CODE_VERSION, OPENCODE_VERSION
+
+    text = INSTALL_SCRIPT.read_text(encoding="utf-8")
+    assert f'CLAUDE_CODE_VERSION="{CLAUDE_CODE_VERSION}"' in text
+    assert f'OPENCODE_VERSION="{OPENCODE_VERSION}"' in text
+
+
+def test_install_script_skips_npm_when_the_cache_is_current(tmp_path: Path) -> None:
+    """A cache holding the pinned versions is reused: only its bin dir is printed."""
+    import subprocess
+
+    from tests.realhost.hosts import PACKAGES
+
+    prefix = tmp_path / "hosts"
+    bin_dir = prefix / "node_modules" / ".bin"
+    for exe, (package, version) in PACKAGES.items():
+        manifest = prefix / "node_modules" / package / "package.json"
+        manifest.parent.mkdir(parents=True)
+        manifest.write_text(json.dumps({"name": package, "version": version}, indent=2))
+        write_stub(bin_dir, exe, version=version)
+    result = subprocess.run(
+        ["bash", str(INSTALL_SCRIPT)],
+        env={"PATH": "/usr/bin:/bin", "ATLANTE_EVAL_HOSTS_PREFIX": str(prefix)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{bin_dir}\n"
+    assert "installing" not in result.stderr
