@@ -22,7 +22,7 @@ import anyio
 
 from .checks import CheckContext, ignore_matcher, run_checks
 from .events import ProgressEvent, TrialStarted
-from .gitops import Changes, GitError, collect_changes
+from .gitops import Changes, GitError, collect_changes, make_skeleton
 from .hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext
 from .logs import get_logger
 from .native import NativeOutputs
@@ -108,6 +108,8 @@ class Engine:
     """Plan positions already decided (resume): whether each took a session."""
     results: dict[int, TrialResult] = field(default_factory=dict)
     """Finished trials by plan position."""
+    _skeleton: Path | None = field(default=None, init=False, repr=False)
+    """An empty repository copied into each sandbox instead of ``git init``."""
 
     async def run(self, positions: list[int] | None = None) -> dict[int, TrialResult]:
         """Run the trials at ``positions`` (default: all) and return results by position."""
@@ -124,6 +126,7 @@ class Engine:
                 },
             },
         )
+        self._skeleton = await make_skeleton(self.run_root / ".git-skeleton")
         limiter = anyio.CapacityLimiter(max(1, self.options.jobs))
         turns = {position: anyio.Event() for position in wanted}
         previous: dict[int, anyio.Event | None] = {}
@@ -215,6 +218,7 @@ class Engine:
                 native=self.native,
                 prepare_host=lambda root, state: self._prepare(planned, root, state),
                 keep=self.options.keep,
+                skeleton=self._skeleton,
             ) as sandbox:
                 kept = sandbox.trial_dir
                 if settle:

@@ -12,6 +12,7 @@ its config cannot change what grading sees, and no planted code runs.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -29,12 +30,12 @@ __all__ = [
     "GitError",
     "collect_changes",
     "make_baseline",
+    "make_skeleton",
 ]
 
 #: Longest diff evidence kept in a report.
 DIFF_LIMIT_CHARS = 20_000
 _GIT_TIMEOUT_S = 60.0
-_ARGV_CHUNK_BYTES = 64 * 1024
 _SHA = re.compile(r"^[0-9a-f]{40,64}$")
 
 #: Settings forced on every git call: no hooks, no fsmonitor, fixed identity, no signing.
@@ -104,12 +105,57 @@ async def _git(
 _NEUTRAL_ATTRIBUTES = "* !text !crlf !eol !filter !diff !ident !working-tree-encoding\n"
 
 
-async def make_baseline(sandbox: Path, private_git_dir: Path) -> str:
+async def make_skeleton(directory: Path) -> Path | None:
+    """Create an empty repository once per run, to copy instead of ``git init`` per trial.
+
+    Returns:
+        The skeleton's git directory, or ``None`` when it could not be made (each
+        trial then runs ``git init`` itself).
+    """
+    try:
+        await anyio.Path(directory).mkdir(parents=True, exist_ok=True)
+        await _git(["init", "--quiet", "--template="], work_tree=directory)
+    except (GitError, OSError):
+        return None
+    return directory / ".git"
+
+
+def _prepare_repository(dot_git: Path, skeleton: Path | None) -> bool:
+    """Install the skeleton (if given and no ``.git`` exists), neutral attributes, no index.
+
+    Returns:
+        Whether ``git init`` is still needed.
+    """
+    needs_init = True
+    if skeleton is not None and not os.path.lexists(dot_git):
+        shutil.copytree(skeleton, dot_git, symlinks=True)
+        needs_init = False
+    if not needs_init:
+        _neutralise(dot_git)
+    return needs_init
+
+
+def _neutralise(dot_git: Path) -> None:
+    """Write the neutral attributes and drop any index (and with it any index flag)."""
+    (dot_git / "info").mkdir(exist_ok=True)
+    (dot_git / "info" / "attributes").write_text(_NEUTRAL_ATTRIBUTES, encoding="utf-8")
+    (dot_git / "index").unlink(missing_ok=True)
+
+
+async def make_baseline(
+    sandbox: Path, private_git_dir: Path, *, skeleton: Path | None = None
+) -> str:
     """Commit the sandbox as the baseline and keep a private copy of the repository.
 
     A ``.git`` left by the scenario's setup is reused (its history stays), but its
     index is rebuilt, so no assume-unchanged or skip-worktree flag survives into
     the baseline.
+
+    Args:
+        sandbox: the sandbox root.
+        private_git_dir: where the private copy of the repository goes.
+        skeleton: an empty repository (:func:`make_skeleton`) copied instead of
+            running ``git init``.
 
     Returns:
         The baseline commit id.
@@ -117,12 +163,12 @@ async def make_baseline(sandbox: Path, private_git_dir: Path) -> str:
     Raises:
         GitError: a git command failed or printed no commit id.
     """
-    await _git(["init", "--quiet", "--template="], work_tree=sandbox)
     dot_git = sandbox / ".git"
     try:
-        (dot_git / "info").mkdir(exist_ok=True)
-        (dot_git / "info" / "attributes").write_text(_NEUTRAL_ATTRIBUTES, encoding="utf-8")
-        (dot_git / "index").unlink(missing_ok=True)
+        needs_init = await anyio.to_thread.run_sync(_prepare_repository, dot_git, skeleton)
+        if needs_init:
+            await _git(["init", "--quiet", "--template="], work_tree=sandbox)
+            _neutralise(dot_git)
     except OSError as exc:
         raise GitError(f"cannot prepare the baseline repository: {exc}") from exc
     await _git(["add", "--all", "--force"], work_tree=sandbox)
@@ -162,35 +208,6 @@ def _split_nul(output: str) -> list[str]:
     return [item for item in output.split("\0") if item]
 
 
-async def _clear_index_flags(sandbox: Path, git_dir: Path) -> None:
-    """Clear assume-unchanged and skip-worktree flags, which would hide edits."""
-    listing = await _git(["ls-files", "-v", "-z"], work_tree=sandbox, git_dir=git_dir)
-    flagged = [
-        entry[2:]
-        for entry in _split_nul(listing.stdout)
-        if len(entry) > 2 and (entry[0].islower() or entry[0] == "S")
-    ]
-    if not flagged:
-        return
-    for flag in ("--no-assume-unchanged", "--no-skip-worktree"):
-        for chunk in _chunks(flagged):
-            await _git(["update-index", flag, "--", *chunk], work_tree=sandbox, git_dir=git_dir)
-
-
-def _chunks(paths: Sequence[str]) -> list[list[str]]:
-    """Split ``paths`` into argv chunks of at most 64 KiB each."""
-    chunks: list[list[str]] = [[]]
-    size = 0
-    for path in paths:
-        length = len(path.encode()) + 1
-        if chunks[-1] and size + length > _ARGV_CHUNK_BYTES:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(path)
-        size += length
-    return [chunk for chunk in chunks if chunk]
-
-
 async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -> Changes:
     """Return the paths changed since ``baseline`` and the capped diff evidence.
 
@@ -200,7 +217,12 @@ async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -
     Raises:
         GitError: a git command failed.
     """
-    await _clear_index_flags(sandbox, private_git_dir)
+    # A fresh index: whatever flags or entries an index could carry (assume-unchanged,
+    # skip-worktree, a tampered private copy), the changes are read from the files.
+    try:
+        (private_git_dir / "index").unlink(missing_ok=True)
+    except OSError as exc:
+        raise GitError(f"cannot reset the private index: {exc}") from exc
     await _git(["add", "--all", "--force"], work_tree=sandbox, git_dir=private_git_dir)
     names = await _git(
         ["diff", "--cached", "--no-renames", "--no-ext-diff", "--name-only", "-z", baseline],

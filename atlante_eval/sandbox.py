@@ -272,6 +272,7 @@ async def trial_sandbox(
     native: NativeOutputs,
     prepare_host: Callable[[Path, Path], None],
     keep: bool = False,
+    skeleton: Path | None = None,
 ) -> AsyncIterator[Sandbox]:
     """Assemble a trial's sandbox, yield it, and remove it afterwards.
 
@@ -283,6 +284,7 @@ async def trial_sandbox(
         prepare_host: writes the host's configuration; called with the sandbox root
             and the state directory, before setup. May raise ``HostError``.
         keep: leave the trial directory in place.
+        skeleton: an empty repository to copy instead of running ``git init``.
 
     Raises:
         SandboxError: assembly failed (the trial is an ``infra-error``).
@@ -298,7 +300,7 @@ async def trial_sandbox(
             if scenario.document.task.setup:
                 await _run_setup(list(scenario.document.task.setup), root)
             snapshot = await anyio.to_thread.run_sync(_snapshot, root, scenario)
-            baseline = await make_baseline(root, git_dir)
+            baseline = await make_baseline(root, git_dir, skeleton=skeleton)
         except GitError as exc:
             raise SandboxError(str(exc), trial_dir=trial_dir) from exc
         except SandboxError as exc:
