@@ -55,7 +55,9 @@ pytestmark = pytest.mark.realhost
 
 HOSTS = ("claude-code", "opencode")
 MARKER_VAR = "ATLANTE_TEST_RUN_MARKER"
-PROMPT = "-p --dash first \"double\" 'single' $HOME `tick` ünïcödé ✓\n  second line  [script:pair]"
+PROMPT = (
+    "-p --dash first \"double\" 'single' $HOME `tick` ünïcödé ✓\n\tsecond line [script:pair]  \n"
+)
 #: Scenario budget.timeoutMs for the latency trial: OpenCode needs 3-20 s to start (by load).
 SLOW_TIMEOUT_MS = {"claude-code": 5_000, "opencode": 40_000}
 MAX_TOKENS = 400_000
