@@ -147,6 +147,19 @@ def test_find_model_shapes(event: dict[str, Any], expected: tuple[str, str] | No
     assert find_model(event) == expected
 
 
+def test_find_model_ignores_tool_content() -> None:
+    """A model named inside a tool's input or output is not the session's model."""
+    event = {
+        "type": "tool_use",
+        "part": {
+            "tool": "write",
+            "state": {"input": {"content": {"model": {"providerID": "x", "modelID": "y"}}}},
+        },
+    }
+    assert find_model(event) is None
+    assert find_model({"part": {"text": {"modelRef": "a/b"}}}) is None
+
+
 def test_find_model_prefers_model_keys() -> None:
     """A pair under a model key wins over one elsewhere in the event."""
     event = {

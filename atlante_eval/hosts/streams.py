@@ -63,6 +63,8 @@ HTTP_REASONS: Mapping[int, str] = {
 
 _ERROR_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{0,63}$")
 _MODEL_KEYS = ("model", "modelInfo", "modelRef")
+#: Keys holding tool arguments, results or text: agent-controlled, never searched for a model.
+_CONTENT_KEYS = frozenset({"state", "input", "output", "metadata", "text", "content", "args"})
 _MAX_DEPTH = 6
 
 
@@ -177,7 +179,8 @@ def find_model(
     Keys ``model``, ``modelInfo`` and ``modelRef`` are searched first. Accepted
     shapes: ``{providerID, modelID}``; a provider with a string ``model`` (which
     may itself be ``provider/model``); a provider with an ``id`` under a model key;
-    a ``"provider/model"`` string under a model key.
+    a ``"provider/model"`` string under a model key. Tool inputs, outputs and text
+    (agent-controlled content) are never searched.
     """
     if _depth > _MAX_DEPTH:
         return None
@@ -198,7 +201,7 @@ def find_model(
     if found:
         return found
     for key, item in value.items():
-        if key not in _MODEL_KEYS and isinstance(item, dict | list):
+        if key not in _MODEL_KEYS and key not in _CONTENT_KEYS and isinstance(item, dict | list):
             found = find_model(item, _depth=_depth + 1)
             if found:
                 return found
