@@ -1,12 +1,13 @@
 """Run a plan's trials concurrently and grade them.
 
-One anyio task group owns every trial. Trials acquire a slot of a
-``CapacityLimiter`` strictly in plan order (so ``jobs=1`` reproduces the
-reference's sequential order). Each trial assembles its sandbox, takes a host
-session from the run-wide session budget, runs the host inside two cancel scopes
+One anyio task group owns every trial. Trials take their places strictly in plan
+order (so ``jobs=1`` reproduces the reference's sequential order). Each trial
+assembles its sandbox, takes a host session from the run-wide session budget,
+waits for one of ``jobs`` session slots, runs the host inside two cancel scopes
 (its timeout and its token budget), grades the sandbox, and is recorded at its
-plan position. A problem in one trial becomes that trial's verdict; it never
-stops the others.
+plan position; its sandbox is removed after its slot is free. With ``jobs`` above
+1, up to ``jobs`` further trials assemble ahead while sessions run. A problem in
+one trial becomes that trial's verdict; it never stops the others.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .logs import get_logger
 from .native import NativeOutputs
 from .plan import Plan, PlannedTrial
 from .report import CheckResult, TrialResult
-from .sandbox import Sandbox, SandboxError, trial_sandbox
+from .sandbox import Sandbox, SandboxError, remove_tree, trial_sandbox
 
 __all__ = ["Engine", "EngineOptions", "TrialHook"]
 
@@ -88,6 +89,60 @@ class _SessionLedger:
             self.changed.notify_all()
 
 
+class _Slots:
+    """How many trials may hold a host session, and how many may get ready ahead.
+
+    With ``jobs`` above 1, up to ``jobs`` further trials assemble their sandboxes
+    while the sessions run, so a freed session slot is taken by a trial that is
+    ready: assembly (CPU-bound git and file work) overlaps model latency instead
+    of adding to it. With one job there is a single slot and no preparation
+    ahead, so events follow plan order exactly (the reference's sequence).
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self.ahead_enabled = jobs > 1
+        self.sessions = anyio.CapacityLimiter(max(1, jobs))
+        self.ahead = anyio.CapacityLimiter(jobs) if self.ahead_enabled else self.sessions
+
+
+class _Ticket:
+    """One trial's hold on :class:`_Slots`; always released by :meth:`release`."""
+
+    def __init__(self, slots: _Slots) -> None:
+        self.slots = slots
+        self._ahead = False
+        self._session = False
+        self.trial_dirs: list[Path] = []
+        """Trial directories to remove when the trial is over."""
+
+    async def take_turn(self) -> None:
+        """Take a place among the trials that are getting ready (plan order)."""
+        await self.slots.ahead.acquire()
+        self._ahead = True
+        if not self.slots.ahead_enabled:
+            self._session = True
+
+    async def start_session(self) -> None:
+        """Take a session slot (once) and free the place among those getting ready."""
+        if self._session:
+            return
+        await self.slots.sessions.acquire()
+        self._session = True
+        if self._ahead:
+            self.slots.ahead.release()
+            self._ahead = False
+
+    def release(self) -> None:
+        """Give back whatever this trial holds."""
+        if self._session:
+            self.slots.sessions.release()
+            if self.slots.sessions is self.slots.ahead:
+                self._ahead = False
+        if self._ahead:
+            self.slots.ahead.release()
+        self._ahead = self._session = False
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -127,7 +182,7 @@ class Engine:
             },
         )
         self._skeleton = await make_skeleton(self.run_root / ".git-skeleton")
-        limiter = anyio.CapacityLimiter(max(1, self.options.jobs))
+        slots = _Slots(max(1, self.options.jobs))
         turns = {position: anyio.Event() for position in wanted}
         previous: dict[int, anyio.Event | None] = {}
         last: anyio.Event | None = None
@@ -140,7 +195,7 @@ class Engine:
                     self._trial_task,
                     self.plan.trials[position],
                     ledger,
-                    limiter,
+                    slots,
                     previous[position],
                     turns[position],
                 )
@@ -150,26 +205,34 @@ class Engine:
         self,
         planned: PlannedTrial,
         ledger: _SessionLedger,
-        limiter: anyio.CapacityLimiter,
+        slots: _Slots,
         wait_for: anyio.Event | None,
         my_turn: anyio.Event,
     ) -> None:
+        ticket = _Ticket(slots)
         try:
             if wait_for is not None:
                 await wait_for.wait()
             admitted = await ledger.admit(planned.position)
-            # A skipped trial also waits for a slot, and every trial is announced
-            # before its slot is freed: with one job, events follow plan order exactly.
-            async with limiter:
-                my_turn.set()
-                if not admitted:
-                    skipped = TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
-                    await self._finish(planned, skipped)
-                    return
-                result = await self._attempts(planned, ledger)
-                await self._finish(planned, result)
-        finally:
+            # Places are taken in plan order, and every trial (a skipped one too) is
+            # announced before it gives its slot back: with one job, events follow
+            # plan order exactly.
+            await ticket.take_turn()
             my_turn.set()
+            if admitted:
+                result = await self._attempts(planned, ledger, ticket)
+            else:
+                result = TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
+            await self._finish(planned, result)
+        finally:
+            ticket.release()
+            my_turn.set()
+            if not self.options.keep and ticket.trial_dirs:
+                # After the slot is free: removing a tree is no reason to make the
+                # next trial wait.
+                with anyio.CancelScope(shield=True):
+                    for trial_dir in ticket.trial_dirs:
+                        await anyio.to_thread.run_sync(remove_tree, trial_dir)
 
     async def _finish(self, planned: PlannedTrial, result: TrialResult) -> None:
         self.results[planned.position] = result
@@ -182,10 +245,12 @@ class Engine:
         )
         await self.on_trial(planned, result)
 
-    async def _attempts(self, planned: PlannedTrial, ledger: _SessionLedger) -> TrialResult:
+    async def _attempts(
+        self, planned: PlannedTrial, ledger: _SessionLedger, ticket: _Ticket
+    ) -> TrialResult:
         earlier: list[TrialResult] = []
         while True:
-            result = await self._trial(planned, ledger, settle=not earlier)
+            result = await self._trial(planned, ledger, ticket, settle=not earlier)
             if result.verdict != "infra-error" or len(earlier) >= self.options.retry_infra:
                 break
             earlier.append(result)
@@ -201,7 +266,7 @@ class Engine:
         return result.model_copy(update={"attempts": attempts})
 
     async def _trial(
-        self, planned: PlannedTrial, ledger: _SessionLedger, *, settle: bool
+        self, planned: PlannedTrial, ledger: _SessionLedger, ticket: _Ticket, *, settle: bool
     ) -> TrialResult:
         scenario = planned.scenario
         await self.emit(TrialStarted(scenario.name, planned.index))
@@ -217,13 +282,15 @@ class Engine:
                 planned.index,
                 native=self.native,
                 prepare_host=lambda root, state: self._prepare(planned, root, state),
-                keep=self.options.keep,
+                keep=True,  # removed by _trial_task once its slot is free
+                on_created=ticket.trial_dirs.append,
                 skeleton=self._skeleton,
             ) as sandbox:
                 kept = sandbox.trial_dir
                 if settle:
                     took_session = True
                     await ledger.settle(planned.position, took_session=True)
+                await ticket.start_session()
                 result = await self._session(planned, sandbox)
         except SandboxError as exc:
             kept = exc.trial_dir

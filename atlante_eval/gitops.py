@@ -47,6 +47,8 @@ _HARDENING = (
     "-c", "core.safecrlf=false",
     "-c", "core.untrackedCache=false",
     "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "core.logAllRefUpdates=false",
     "-c", "commit.gpgsign=false",
     "-c", "user.name=atlante-eval",
     "-c", "user.email=atlante-eval@atlante.local",
@@ -69,6 +71,30 @@ class Changes:
     """The unified diff against the baseline, capped at :data:`DIFF_LIMIT_CHARS`."""
 
 
+@functools.lru_cache(maxsize=8)
+def _git_program(path: str | None) -> str:
+    """``git`` resolved on ``path`` once, so no call pays for a PATH search."""
+    return shutil.which("git", path=path) or "git"
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy a directory tree: directories, file contents and symlinks (no metadata).
+
+    Leaner than :func:`shutil.copytree` (no mode, time or xattr copying), which is
+    all a git directory needs.
+    """
+    os.mkdir(target)
+    with os.scandir(source) as entries:
+        for entry in entries:
+            destination = target / entry.name
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), destination)
+            elif entry.is_dir(follow_symlinks=False):
+                copy_tree(Path(entry.path), destination)
+            elif entry.is_file(follow_symlinks=False):
+                shutil.copyfile(entry.path, destination, follow_symlinks=False)
+
+
 async def _git(
     args: Sequence[str],
     *,
@@ -78,11 +104,12 @@ async def _git(
     tolerate: frozenset[int] = frozenset(),
 ) -> ProcessResult:
     location = ["--git-dir", str(git_dir), "--work-tree", str(work_tree)] if git_dir else []
-    argv = ["git", *_HARDENING, *location, *args]
+    env = git_env()
+    argv = [_git_program(env.get("PATH")), *_HARDENING, *location, *args]
     result = await run_process(
         argv,
         cwd=work_tree,
-        env=git_env(),
+        env=env,
         timeout_s=_GIT_TIMEOUT_S,
         capture_bytes=64 * 1024 if head_bytes is None else 4096,
         stdout_head_bytes=head_bytes,
@@ -128,7 +155,7 @@ def _prepare_repository(dot_git: Path, skeleton: Path | None) -> bool:
     """
     needs_init = True
     if skeleton is not None and not os.path.lexists(dot_git):
-        shutil.copytree(skeleton, dot_git, symlinks=True)
+        copy_tree(skeleton, dot_git)
         needs_init = False
     if not needs_init:
         _neutralise(dot_git)
@@ -182,9 +209,7 @@ async def make_baseline(
     if not _SHA.match(head):
         raise GitError(f"git rev-parse HEAD printed no commit id: {head[:80]!r}")
     try:
-        await anyio.to_thread.run_sync(
-            functools.partial(shutil.copytree, dot_git, private_git_dir, symlinks=True)
-        )
+        await anyio.to_thread.run_sync(copy_tree, dot_git, private_git_dir)
     except OSError as exc:
         raise GitError(f"cannot copy the baseline repository: {exc}") from exc
     return head

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import Process
 
 __all__ = [
     "DEFAULT_GRACE_S",
@@ -160,25 +159,65 @@ class ProcessResult:
             return f"signal {-self.returncode}"
 
 
+Process = subprocess.Popen[bytes]
+
+
+def _spawn(argv: list[str], cwd: Path, env: dict[str, str], fds: tuple[int, int, int]) -> Process:
+    """Start the child (in a worker thread: a fork must not stall the event loop)."""
+    return subprocess.Popen(
+        argv,
+        stdin=fds[0],
+        stdout=fds[1],
+        stderr=fds[2],
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+async def _wait(process: Process) -> int:
+    """Wait for ``process`` to exit without a thread: a pidfd where Linux has one."""
+    if process.poll() is not None:
+        return process.returncode
+    pidfd: int | None = None
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        with contextlib.suppress(OSError):
+            pidfd = pidfd_open(process.pid)
+    try:
+        delay = 0.002
+        while process.poll() is None:
+            if pidfd is not None:
+                await anyio.wait_readable(pidfd)
+            else:
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    return process.returncode
+
+
 def _signal_group(process: Process, sig: signal.Signals) -> None:
     """Send ``sig`` to the process group led by ``process`` (or to it alone)."""
     try:
         os.killpg(process.pid, sig)
     except (ProcessLookupError, PermissionError):
-        if process.returncode is None:
+        if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(sig)
 
 
 async def _end_group(process: Process, grace_s: float) -> None:
     """SIGTERM the group, wait ``grace_s``, then SIGKILL it, and reap the leader."""
-    if process.returncode is None:
+    if process.poll() is None:
         _signal_group(process, signal.SIGTERM)
         with anyio.move_on_after(grace_s):
-            await process.wait()
+            await _wait(process)
     _signal_group(process, signal.SIGKILL)
     with anyio.move_on_after(grace_s):
-        await process.wait()
+        await _wait(process)
 
 
 async def _chunks(fd: int) -> AsyncIterator[bytes]:
@@ -326,16 +365,17 @@ async def run_process(
     )
     stderr_tail = TailBuffer(capture_bytes)
     pipes = _Pipes(with_stdin=stdin is not None)
+    stdin_fd = pipes.stdin_read if pipes.stdin_read is not None else subprocess.DEVNULL
     try:
-        process = await anyio.open_process(
-            list(argv),
-            stdin=pipes.stdin_read if pipes.stdin_read is not None else subprocess.DEVNULL,
-            stdout=pipes.stdout_write,
-            stderr=pipes.stderr_write,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-        )
+        # Shielded: once the thread has started the child, it must be tracked and ended.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.to_thread.run_sync(
+                _spawn,
+                list(argv),
+                cwd,
+                dict(env),
+                (stdin_fd, pipes.stdout_write, pipes.stderr_write),
+            )
     except OSError as exc:
         pipes.close()
         return ProcessResult(
@@ -367,10 +407,10 @@ async def run_process(
             if stdin is not None and pipes.stdin_write is not None:
                 readers.start_soon(_feed, pipes, pipes.stdin_write, stdin)
             with anyio.move_on_after(math.inf if timeout_s is None else timeout_s) as timer:
-                await _first_of(process.wait(), abort.wait())
-            timed_out = timer.cancelled_caught and process.returncode is None
+                await _first_of(_wait(process), abort.wait())
+            timed_out = timer.cancelled_caught and process.poll() is None
             finished_ms = _elapsed_ms(started)
-            if process.returncode is None:
+            if process.poll() is None:
                 with anyio.CancelScope(shield=True):
                     await _end_group(process, grace)
             with anyio.move_on_after(_DRAIN_S):
@@ -382,12 +422,12 @@ async def run_process(
         _raise_single(group)
     finally:
         with anyio.CancelScope(shield=True):
-            if process.returncode is None:
+            if process.poll() is None:
                 await _end_group(process, grace)
             _signal_group(process, signal.SIGKILL)
             pipes.close()
             with anyio.move_on_after(DEFAULT_GRACE_S):
-                await process.wait()
+                await _wait(process)
             _LIVE.pids.discard(process.pid)
     return ProcessResult(
         returncode=process.returncode,

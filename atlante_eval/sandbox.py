@@ -273,6 +273,7 @@ async def trial_sandbox(
     prepare_host: Callable[[Path, Path], None],
     keep: bool = False,
     skeleton: Path | None = None,
+    on_created: Callable[[Path], None] | None = None,
 ) -> AsyncIterator[Sandbox]:
     """Assemble a trial's sandbox, yield it, and remove it afterwards.
 
@@ -285,11 +286,15 @@ async def trial_sandbox(
             and the state directory, before setup. May raise ``HostError``.
         keep: leave the trial directory in place.
         skeleton: an empty repository to copy instead of running ``git init``.
+        on_created: called with the trial directory as soon as it exists (a caller
+            that passes ``keep=True`` uses it to remove the directory later).
 
     Raises:
         SandboxError: assembly failed (the trial is an ``infra-error``).
     """
     trial_dir = _fresh_dir(run_root, f"{scenario.name}-trial-{trial}")
+    if on_created is not None:
+        on_created(trial_dir)
     root = trial_dir / "project"
     state = trial_dir / "state"
     git_dir = trial_dir / "baseline.git"

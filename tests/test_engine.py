@@ -721,3 +721,33 @@ async def test_cancelling_run_eval_leaves_no_process_or_sandbox(tmp_path: Path) 
     assert _standin_pids() == []
     assert host.prepared
     assert not host.prepared[0].parent.parent.exists()
+
+
+class _CountingHost(InstantHost):
+    """An in-process host that records how many sessions overlap."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = 0
+        self.peak = 0
+
+    async def run_session(self, context: Any, usage: Any) -> Any:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            await anyio.sleep(0.05)
+        finally:
+            self.active -= 1
+        return await super().run_session(context, usage)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("jobs", [1, 3])
+async def test_jobs_bounds_concurrent_sessions(tmp_path: Path, jobs: int) -> None:
+    """At most --jobs host sessions overlap, and with several jobs they do overlap."""
+    root = project(tmp_path, scenario("a"), scenario("b"), trials=4, maxSessions=8)
+    host = _CountingHost()
+    report = await run(root, host, jobs=jobs)
+    assert host.sessions == 8
+    assert host.peak == jobs
+    assert {t.verdict for t in report.all_trials()} == {"pass"}
