@@ -249,15 +249,28 @@ def run(
     path: PathArg = None,
     scenario: Annotated[
         list[str] | None,
-        typer.Option("--scenario", help="Run only this scenario (repeatable).", show_default=False),
+        typer.Option(
+            "--scenario",
+            metavar="NAME",
+            help="Run only this scenario (repeatable; glob patterns allowed).",
+            show_default=False,
+        ),
     ] = None,
     trials: Annotated[
         str | None,
-        typer.Option("--trials", help="Trials per scenario (1-50).", show_default=False),
+        typer.Option(
+            "--trials", metavar="N", help="Trials per scenario (1-50).", show_default=False
+        ),
     ] = None,
     jobs: Annotated[
         str | None,
-        typer.Option("--jobs", "-j", help="Trials run at once (default 4).", show_default=False),
+        typer.Option(
+            "--jobs",
+            "-j",
+            metavar="N",
+            help="Host sessions run at once (default 4); as many more trials get ready ahead.",
+            show_default=False,
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report JSON instead of the summary.")
@@ -266,6 +279,7 @@ def run(
         Path | None,
         typer.Option(
             "--out",
+            metavar="DIR",
             help="Report base directory (default <project>/.atlante/eval).",
             show_default=False,
         ),
@@ -278,6 +292,7 @@ def run(
         list[str] | None,
         typer.Option(
             "--pass-env",
+            metavar="NAME",
             help="Hand this environment variable to the host session (repeatable).",
             show_default=False,
         ),
@@ -286,6 +301,7 @@ def run(
         str | None,
         typer.Option(
             "--retry-infra",
+            metavar="N",
             help="Rerun a trial up to N times while it ends in infra-error.",
             show_default=False,
         ),
@@ -294,6 +310,7 @@ def run(
         Path | None,
         typer.Option(
             "--resume",
+            metavar="RUN_DIR",
             help="Reuse the trials of an earlier run directory whose fingerprint still matches.",
             show_default=False,
         ),
@@ -301,7 +318,10 @@ def run(
     shard: Annotated[
         str | None,
         typer.Option(
-            "--shard", help="Run only slice I of N of the trial plan (I/N).", show_default=False
+            "--shard",
+            metavar="I/N",
+            help="Run only slice I of N of the trial plan.",
+            show_default=False,
         ),
     ] = None,
     last_failed: Annotated[
