@@ -38,9 +38,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(autouse=True)
-def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    """End stubborn process groups quickly in these tests."""
+def short_grace(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """End stubborn process groups quickly, and mark this test's host processes."""
     monkeypatch.setattr(process_module, "DEFAULT_GRACE_S", 0.5)
+    monkeypatch.setenv(MARK, f"{os.getpid()}-{request.node.name}")
 
 
 WRITE_X = actions({"write": "x.txt", "content": "done\n"}, {"usage": 120, "cost": 0.01})
@@ -61,8 +62,13 @@ def project(tmp_path: Path, *docs: dict[str, Any], **budget: Any) -> Path:
     )
 
 
+#: An environment variable handed to every stand-in session of a test, so that
+#: leftover processes are found by test, even when other test runs share the machine.
+MARK = "ATLANTE_ENGINE_TEST_MARK"
+
+
 async def run(root: Path, host: Any = None, **kwargs: Any) -> RunReport:
-    return await run_eval(root, host=host or StandinHost(), **kwargs)
+    return await run_eval(root, host=host or StandinHost(), pass_env=[MARK], **kwargs)
 
 
 def trials(report: RunReport, name: str) -> list[TrialResult]:
@@ -459,16 +465,19 @@ async def test_allowlist_ignores_runtime_artefacts_but_not_host_config_or_native
 
 
 def _standin_pids() -> list[int]:
+    """Live stand-in host processes started by the current test."""
+    mark = f"{MARK}={os.environ[MARK]}".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"standin_host.py" in cmdline and state != "Z":
+        if b"standin_host.py" in cmdline and mark in environ.split(b"\0") and state != "Z":
             pids.append(int(entry.name))
     return pids
 
@@ -716,8 +725,16 @@ async def test_cancelling_run_eval_leaves_no_process_or_sandbox(tmp_path: Path) 
         tmp_path, scenario("long", prompt=actions({"ignore_sigterm": True}, {"sleep": 60}))
     )
     host = StandinHost()
-    with anyio.move_on_after(1.5):
-        await run(root, host)
+    seen: list[int] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, root, host)
+        for _ in range(200):
+            seen = _standin_pids()
+            if seen:
+                break
+            await anyio.sleep(0.025)
+        group.cancel_scope.cancel()
+    assert seen, "the stand-in session was never seen running"
     assert _standin_pids() == []
     assert host.prepared
     assert not host.prepared[0].parent.parent.exists()
@@ -751,3 +768,48 @@ async def test_jobs_bounds_concurrent_sessions(tmp_path: Path, jobs: int) -> Non
     assert host.sessions == 8
     assert host.peak == jobs
     assert {t.verdict for t in report.all_trials()} == {"pass"}
+
+
+@pytest.mark.anyio
+async def test_interrupt_publishes_a_partial_report(tmp_path: Path) -> None:
+    """RunControl.interrupt() cancels running trials and publishes what finished."""
+    from atlante_eval.options import RunOptions
+    from atlante_eval.runner import RunControl, execute_run
+
+    root = project(
+        tmp_path,
+        scenario("a-fast"),
+        scenario("b-slow", prompt=actions({"sleep": 30})),
+        trials=2,
+    )
+    control = RunControl()
+    host = StandinHost()
+
+    def on_event(event: ProgressEvent) -> None:
+        if isinstance(event, TrialStarted) and event.scenario == "b-slow" and event.trial == 0:
+            control.interrupt()
+
+    started = time.monotonic()
+    with pytest.raises(EvalRunError) as caught:
+        await execute_run(
+            root,
+            RunOptions(jobs=1, pass_env=(MARK,)),
+            host=host,
+            on_event=on_event,
+            control=control,
+        )
+    assert time.monotonic() - started < 10
+    failure = caught.value
+    assert failure.diagnostics[0].code == "eval-run-interrupted"
+    report = failure.report
+    assert report.meta.interrupted is True
+    assert verdicts(report) == {
+        "a-fast": ["pass", "pass"],
+        "b-slow": ["infra-error", "infra-error"],
+    }
+    assert {t.error for t in trials(report, "b-slow")} == {
+        "the run was interrupted before this trial finished"
+    }
+    assert json.loads(failure.report_path.read_text())["meta"]["interrupted"] is True
+    assert _standin_pids() == []
+    assert not any(p.exists() for p in host.prepared)
