@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from .choices import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn
 from .diagnostics import Diagnostic, warning
 from .report import RunReport, ScenarioResult
 from .results import statistics_of
@@ -50,16 +51,9 @@ __all__ = [
 
 #: Version of the ``compare --json`` document shape.
 COMPARE_FORMAT_VERSION = 1
-#: Significance level for the adjusted p-values; intervals are at ``1 - alpha``.
-DEFAULT_ALPHA = 0.05
-#: Largest pass-rate change (0-1 scale) that still counts as "unchanged".
-DEFAULT_MARGIN = 0.1
 #: Power assumed when estimating the trials an inconclusive comparison needs.
 PLANNING_POWER = 0.8
 _SEARCH_CAP = 1_000_000
-
-Adjust = Literal["holm", "bh", "none"]
-FailOn = Literal["regressed", "any-change"]
 
 
 class _Model(BaseModel):

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
+from .choices import LogFormat
+
 __all__ = ["LogFormat", "configure_logging", "get_logger"]
 
-LogFormat = Literal["none", "console", "json"]
 
 _SHARED: list[Any] = [
     structlog.contextvars.merge_contextvars,

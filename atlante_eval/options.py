@@ -7,15 +7,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .choices import DEFAULT_JOBS
 from .diagnostics import DiagnosticError, error
 from .plan import parse_trials
 
 __all__ = ["DEFAULT_JOBS", "MAX_RETRY_INFRA", "RunOptions", "Shard", "parse_shard", "run_options"]
 
-#: Trials run at once by default. Model latency dominates a trial, so overlapping a
-#: few pays off even on two cores; an OpenCode session also needs ~600 MB and about
-#: a CPU-second, so more than four at once is left to an explicit ``--jobs``.
-DEFAULT_JOBS = 4
 #: Most retries ``--retry-infra`` allows per trial.
 MAX_RETRY_INFRA = 10
 

@@ -6,13 +6,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .choices import SCHEMA_KINDS
 from .project import ProjectDocument
 from .scenarios import SCENARIO_SCHEMA_URI, ScenarioDocument
 
 __all__ = ["SCHEMA_KINDS", "json_schema"]
-
-#: The formats whose schema ``atlante-eval schema KIND`` prints.
-SCHEMA_KINDS = ("scenario", "config", "report")
 
 
 def _model(kind: str) -> type[BaseModel]:

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import anyio
 
 from ._version import __version__
+from .choices import DEFAULT_SELFTEST_JOBS
 from .diagnostics import DiagnosticError, error
 from .engine import Engine, EngineOptions
 from .events import ProgressEvent
@@ -83,8 +84,6 @@ __all__ = [
 
 #: ``meta.host`` of a selftest report.
 SELFTEST_HOST = "selftest"
-#: Trials run at once by default: the stand-in agents are instant, the checks are not.
-DEFAULT_SELFTEST_JOBS = 4
 
 AgentName = Literal["null", "reference"]
 TrialCallback = Callable[[str, AgentName, TrialResult], object]

@@ -1,7 +1,6 @@
 """Commands over published reports: ``compare``, ``junit`` and ``merge``.
 
-Registered on :data:`atlante_eval.cli.app` by importing this module (cli.py does so
-at its end). Each command reads reports with :func:`atlante_eval.reports_io.load_report`
+Each command reads reports with :func:`atlante_eval.reports_io.load_report`
 (``report-unreadable``, exit 2) and writes files atomically.
 """
 
@@ -14,15 +13,8 @@ from typing import Annotated
 
 import typer
 
-from .cli import _color, app, guarded, print_diagnostics
-from .compare import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn, compare_reports, gate_fails
-from .compare_render import render_markdown, render_text
-from .diagnostics import DiagnosticError, error
-from .junit import junit_xml, write_junit
-from .merge import ShardReport, merge_reports
-from .progress import render_summary
-from .publish import PublishError, atomic_write, publish_error, reserve_run_dir
-from .reports_io import REPORT_FILE, load_report, report_path
+from ..choices import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn
+from .app import app, color, guarded, print_diagnostics
 
 __all__ = ["compare", "junit", "merge"]
 
@@ -96,6 +88,11 @@ def compare(
     """
 
     def action() -> int:
+        from ..compare import compare_reports, gate_fails
+        from ..compare_render import render_markdown, render_text
+        from ..diagnostics import DiagnosticError, error
+        from ..reports_io import load_report, report_path
+
         alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
         margin_value = _fraction("--margin", margin, DEFAULT_MARGIN, allow_one=True)
         if as_json and markdown == Path("-"):
@@ -120,7 +117,7 @@ def compare(
         elif markdown == Path("-"):
             sys.stdout.write(render_markdown(result))
         else:
-            typer.echo(render_text(result, color=_color(sys.stdout)))
+            typer.echo(render_text(result, color=color(sys.stdout)))
         sys.stdout.flush()
         return 1 if gate_fails(result, fail_on) else 0
 
@@ -147,6 +144,9 @@ def junit(
     """
 
     def action() -> int:
+        from ..junit import junit_xml, write_junit
+        from ..reports_io import load_report
+
         loaded = load_report(report)
         if output is None:
             sys.stdout.buffer.write(junit_xml(loaded))
@@ -194,6 +194,12 @@ def merge(
     """
 
     def action() -> int:
+        from ..diagnostics import DiagnosticError, error
+        from ..merge import ShardReport, merge_reports
+        from ..progress import render_summary
+        from ..publish import PublishError, atomic_write, publish_error, reserve_run_dir
+        from ..reports_io import REPORT_FILE, load_report, report_path
+
         if out is not None and output is not None:
             raise DiagnosticError(
                 [error("invalid-option", "--out and --output are alternatives; pass one")]
@@ -217,7 +223,7 @@ def merge(
             path = output
             _write(path, merged.to_json().encode("utf-8"), what="merged report", replace=False)
         typer.echo(f"merged {len(shards)} shard reports")
-        typer.echo(render_summary(merged, path, color=_color(sys.stdout)))
+        typer.echo(render_summary(merged, path, color=color(sys.stdout)))
         return 0
 
     raise typer.Exit(guarded(action))
@@ -225,6 +231,8 @@ def merge(
 
 def _fraction(flag: str, raw: str | None, default: float, *, allow_one: bool) -> float:
     """Parse a number in (0, 1) (or (0, 1] with ``allow_one``) into a diagnostic on error."""
+    from ..diagnostics import DiagnosticError, error
+
     if raw is None:
         return default
     try:
@@ -246,6 +254,9 @@ def _fraction(flag: str, raw: str | None, default: float, *, allow_one: bool) ->
 
 
 def _write(path: Path, data: bytes, *, what: str, replace: bool = True) -> None:
+    from ..diagnostics import DiagnosticError, error
+    from ..publish import PublishError, atomic_write
+
     try:
         atomic_write(path, data, replace=replace)
     except PublishError as exc:

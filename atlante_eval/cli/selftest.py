@@ -1,4 +1,4 @@
-"""The ``atlante-eval selftest`` command (registered on the app of :mod:`atlante_eval.cli`).
+"""The ``atlante-eval selftest`` command.
 
 Progress lines go to stderr as trials finish; findings are printed as diagnostics
 on stderr; the per-scenario table, the report path and the verdict go to stdout
@@ -9,29 +9,29 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import anyio
 import typer
 
-from .cli import PathArg, app, guarded, print_diagnostics
-from .diagnostics import DiagnosticError, error
-from .progress import format_duration
-from .report import TrialResult
-from .selftest import (
-    DEFAULT_SELFTEST_JOBS,
-    AgentName,
-    AgentOutcome,
-    ScenarioSelftest,
-    SelftestOutcome,
-    SelftestResult,
-    run_selftest,
-)
+from ..choices import DEFAULT_SELFTEST_JOBS
+from .app import PathArg, app, guarded, print_diagnostics
+
+if TYPE_CHECKING:
+    from ..report import TrialResult
+    from ..selftest import (
+        AgentName,
+        AgentOutcome,
+        ScenarioSelftest,
+        SelftestOutcome,
+        SelftestResult,
+    )
 
 __all__ = ["render_selftest", "selftest"]
 
 
 def _jobs(raw: str | None) -> int | None:
+    from ..diagnostics import DiagnosticError, error
+
     if raw is None:
         return None
     text = raw.strip()
@@ -97,6 +97,8 @@ def render_selftest(result: SelftestResult) -> str:
 
 
 def _progress(scenario: str, agent: AgentName, result: TrialResult) -> None:
+    from ..progress import format_duration
+
     typer.echo(
         f"{scenario} · {agent} agent: {result.verdict} ({format_duration(result.duration_ms)})",
         err=True,
@@ -155,6 +157,10 @@ def selftest(
     """
 
     def action() -> int:
+        import anyio
+
+        from ..selftest import run_selftest
+
         outcome: SelftestOutcome = anyio.run(
             lambda: run_selftest(
                 path,

@@ -1,0 +1,39 @@
+"""Choices and defaults shared by the CLI and the library, kept import-light.
+
+The CLI builds its options from these at start-up, so this module imports nothing
+but :mod:`typing`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_JOBS",
+    "DEFAULT_MARGIN",
+    "DEFAULT_SELFTEST_JOBS",
+    "SCHEMA_KINDS",
+    "Adjust",
+    "FailOn",
+    "LogFormat",
+]
+
+#: Trials run at once by default. Model latency dominates a trial, so overlapping a
+#: few pays off even on two cores; an OpenCode session also needs ~600 MB and about
+#: a CPU-second, so more than four at once is left to an explicit ``--jobs``.
+DEFAULT_JOBS = 4
+#: Selftest trials run at once by default: the stand-in agents are instant, the checks are not.
+DEFAULT_SELFTEST_JOBS = 4
+#: Significance level of ``compare``; intervals are at ``1 - alpha``.
+DEFAULT_ALPHA = 0.05
+#: Largest pass-rate change ``compare`` calls "unchanged" (10 points).
+DEFAULT_MARGIN = 0.1
+#: Multiple-comparison adjustment across scenarios in ``compare``.
+Adjust = Literal["holm", "bh", "none"]
+#: When ``compare --fail-on`` exits 1.
+FailOn = Literal["regressed", "any-change"]
+#: ``--log-format``: structured run logs on stderr.
+LogFormat = Literal["none", "console", "json"]
+#: The formats whose JSON Schema ``atlante-eval schema KIND`` prints.
+SCHEMA_KINDS = ("scenario", "config", "report")

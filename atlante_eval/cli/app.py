@@ -1,0 +1,115 @@
+"""The typer application and what every command shares.
+
+Start-up stays fast: this module imports only typer and the standard library;
+each command imports the library modules it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .._version import __version__
+
+if TYPE_CHECKING:
+    from ..diagnostics import Diagnostic
+
+__all__ = ["PathArg", "app", "color", "guarded", "main", "print_diagnostics", "print_json"]
+
+app = typer.Typer(
+    name="atlante-eval",
+    help="Evaluate coding-agent harnesses built by Atlante, with deterministic checks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+)
+
+PathArg = Annotated[
+    Path | None,
+    typer.Argument(
+        help="Project directory, or its atlante.jsonc / atlante.json (default: current directory).",
+        show_default=False,
+    ),
+]
+
+
+def color(stream: object) -> bool:
+    """Whether to colour output on ``stream``: a TTY and ``NO_COLOR`` unset or empty."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
+    """Print diagnostics to stderr in the terminal format, separated by blank lines."""
+    from ..diagnostics import format_diagnostic
+
+    use_color = color(sys.stderr)
+    for diagnostic in diagnostics:
+        typer.echo(format_diagnostic(diagnostic, color=use_color), err=True)
+        typer.echo("", err=True)
+
+
+def print_json(value: object) -> None:
+    """Print ``value`` as 2-space JSON on stdout."""
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def guarded(action: Callable[[], int]) -> int:
+    """Run ``action``; turn diagnostics and unexpected errors into output and an exit code."""
+    from ..diagnostics import DiagnosticError, error
+
+    try:
+        return action()
+    except DiagnosticError as exc:
+        print_diagnostics(exc.diagnostics)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print_diagnostics(
+            [error("eval-run-interrupted", "interrupted", next="run the command again")]
+        )
+        return 3
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
+        print_diagnostics(
+            [
+                error(
+                    "eval-run-failed",
+                    "unexpected internal error",
+                    cause=f"{type(exc).__name__}: {exc}",
+                    next="report this at the atlante-eval issue tracker with the command you ran",
+                )
+            ]
+        )
+        return 3
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"atlante-eval {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Evaluate coding-agent harnesses built by Atlante."""
+
+
+def main() -> None:
+    """Entry point of the ``atlante-eval`` console script."""
+    app()

@@ -1,0 +1,259 @@
+"""``run``: evaluate the harness and publish the report."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..choices import LogFormat
+from .app import PathArg, app, color, guarded, print_diagnostics
+
+if TYPE_CHECKING:
+    import anyio
+
+    from ..options import RunOptions
+    from ..report import RunReport
+    from ..runner import RunControl, RunOutcome
+
+__all__ = ["run"]
+
+
+@app.command()
+def run(
+    path: PathArg = None,
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--scenario",
+            metavar="NAME",
+            help="Run only this scenario (repeatable; glob patterns allowed).",
+            show_default=False,
+        ),
+    ] = None,
+    trials: Annotated[
+        str | None,
+        typer.Option(
+            "--trials", metavar="N", help="Trials per scenario (1-50).", show_default=False
+        ),
+    ] = None,
+    jobs: Annotated[
+        str | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            metavar="N",
+            help="Host sessions run at once (default 4); as many more trials get ready ahead.",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the report JSON instead of the summary.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Report base directory (default <project>/.atlante/eval).",
+            show_default=False,
+        ),
+    ] = None,
+    keep: Annotated[
+        bool,
+        typer.Option("--keep", help="Keep trial sandboxes; their paths are printed and recorded."),
+    ] = False,
+    pass_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pass-env",
+            metavar="NAME",
+            help="Hand this environment variable to the host session (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    retry_infra: Annotated[
+        str | None,
+        typer.Option(
+            "--retry-infra",
+            metavar="N",
+            help="Rerun a trial up to N times while it ends in infra-error.",
+            show_default=False,
+        ),
+    ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN_DIR",
+            help="Reuse the trials of an earlier run directory whose fingerprint still matches.",
+            show_default=False,
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/N",
+            help="Run only slice I of N of the trial plan.",
+            show_default=False,
+        ),
+    ] = None,
+    last_failed: Annotated[
+        bool,
+        typer.Option("--last-failed", help="Run only scenarios that did not fully pass last time."),
+    ] = False,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit",
+            metavar="FILE",
+            help="Also write the report as JUnit XML to FILE (after it is published).",
+            show_default=False,
+        ),
+    ] = None,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option("--log-format", help="Structured run logs on stderr: none, console or json."),
+    ] = "none",
+) -> None:
+    """Run every selected scenario's trials on the configured host and publish the report.
+
+    Exit status: 0 every trial passed; 1 a trial failed, timed out, exceeded its
+    budget, hit an infra-error or was skipped; 2 validation failed; 3 the run could
+    not start or finish (host unavailable, interrupted, report not written).
+    """
+
+    def action() -> int:
+        import anyio
+
+        from ..logs import configure_logging
+        from ..options import run_options
+
+        configure_logging(log_format)
+        options = run_options(
+            scenarios=scenario,
+            trials=trials,
+            jobs=_positive_int("--jobs", jobs),
+            out=out,
+            keep=keep,
+            pass_env=pass_env,
+            retry_infra=_positive_int("--retry-infra", retry_infra, allow_zero=True) or 0,
+            resume=resume,
+            shard=shard,
+            last_failed=last_failed,
+        )
+        return anyio.run(_run_async, path, options, as_json, junit)
+
+    raise typer.Exit(guarded(action))
+
+
+def _positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> int | None:
+    from ..diagnostics import DiagnosticError, error
+
+    if raw is None:
+        return None
+    text = raw.strip()
+    value = int(text) if text.isascii() and text.isdigit() else -1
+    if value < (0 if allow_zero else 1):
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"{flag} must be a {'non-negative' if allow_zero else 'positive'} integer, "
+                    f"got {raw}",
+                )
+            ]
+        )
+    return value
+
+
+async def _run_async(
+    path: Path | None, options: RunOptions, as_json: bool, junit: Path | None = None
+) -> int:
+    import anyio
+
+    from ..diagnostics import DiagnosticError
+    from ..progress import ProgressPrinter
+    from ..runner import EvalRunError, RunControl, execute_run
+
+    control = RunControl()
+    printer = ProgressPrinter(sys.stderr)
+    outcome: RunOutcome | None = None
+    failure: EvalRunError | None = None
+    refused: DiagnosticError | None = None
+    with printer:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_watch_signals, control, group.cancel_scope)
+            try:
+                outcome = await execute_run(path, options, on_event=printer, control=control)
+            except EvalRunError as exc:
+                failure = exc
+            except DiagnosticError as exc:
+                refused = exc
+            finally:
+                group.cancel_scope.cancel()
+    if refused is not None:
+        raise refused
+    if failure is not None:
+        _print_outcome(failure.report, failure.report_path, as_json=as_json)
+        junit_failed = _write_junit(failure.report, junit)
+        print_diagnostics(failure.diagnostics)
+        return max(failure.exit_code, junit_failed)
+    assert outcome is not None
+    _print_outcome(outcome.report, outcome.path, as_json=as_json)
+    return _write_junit(outcome.report, junit) or outcome.report.exit_code()
+
+
+def _write_junit(report: RunReport, path: Path | None) -> int:
+    """Write ``--junit`` for a published report; return 0, or 3 after printing why not."""
+    if path is None:
+        return 0
+    from ..diagnostics import DiagnosticError
+    from ..junit import write_junit
+
+    try:
+        write_junit(report, path)
+    except DiagnosticError as exc:
+        print_diagnostics(exc.diagnostics)
+        return exc.exit_code
+    return 0
+
+
+def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool) -> None:
+    from ..progress import render_summary
+
+    if as_json:
+        if any(t.budget_unmonitored for t in report.all_trials()):
+            typer.echo(
+                "warning: token budget unmonitored for one or more trials "
+                "(no usage events were observed)",
+                err=True,
+            )
+        sys.stdout.write(report.to_json())
+        sys.stdout.flush()
+        return
+    typer.echo(render_summary(report, report_path or Path("report.json"), color=color(sys.stdout)))
+
+
+async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
+    """First SIGINT/SIGTERM: interrupt the run gracefully. Second: stop at once."""
+    import anyio
+
+    from ..process import kill_all_process_groups
+
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            if control.interrupted:
+                kill_all_process_groups()
+                os._exit(130)
+            typer.echo(
+                "interrupting: stopping trials and publishing a partial report "
+                "(press Ctrl-C again to quit at once)",
+                err=True,
+            )
+            control.interrupt()
