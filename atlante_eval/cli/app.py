@@ -35,6 +35,7 @@ app = typer.Typer(
 PathArg = Annotated[
     Path | None,
     typer.Argument(
+        metavar="PATH",
         help="Project directory, or its atlante.jsonc / atlante.json (default: current directory).",
         show_default=False,
     ),

@@ -27,7 +27,7 @@ def validate(
     """Run every gate the run command runs before a trial, and report the result.
 
     Exits 0 when the project, its scenarios, pack suites and native outputs are
-    valid, 2 otherwise; with ``--probe``, 3 when the host cannot run.
+    valid, 2 otherwise; with --probe, 3 when the host cannot run.
     """
 
     def action() -> int:

@@ -111,13 +111,17 @@ def selftest(
     scenario: Annotated[
         list[str] | None,
         typer.Option(
-            "--scenario", help="Selftest only this scenario (repeatable).", show_default=False
+            "--scenario",
+            metavar="NAME",
+            help="Selftest only this scenario (repeatable; glob patterns allowed).",
+            show_default=False,
         ),
     ] = None,
     solutions: Annotated[
         Path | None,
         typer.Option(
             "--solutions",
+            metavar="DIR",
             help="Directory with one reference solution per scenario name "
             "(default: solutions/ beside each scenario document).",
             show_default=False,
@@ -130,6 +134,7 @@ def selftest(
         Path | None,
         typer.Option(
             "--out",
+            metavar="DIR",
             help="Report base directory (default <project>/.atlante/eval).",
             show_default=False,
         ),
@@ -140,6 +145,7 @@ def selftest(
         typer.Option(
             "--jobs",
             "-j",
+            metavar="N",
             help=f"Trials run at once (default {DEFAULT_SELFTEST_JOBS}).",
             show_default=False,
         ),
