@@ -487,28 +487,25 @@ def _warnings(base: RunReport, head: RunReport, common: list[str]) -> list[Compa
             continue
         old, new = getattr(b.config, field), getattr(h.config, field)
         differ("compare-budget-differs", f"budget {info.alias or field}", old, new)
-    # A fingerprint covers the scenario document and fixture, but also the harness,
-    # host, model and budget; only when those agree does a differing fingerprint show
-    # that the scenario itself changed.
+    # The definition digest covers only the scenario document and fixture. Reports
+    # without it fall back to the fingerprint, which also covers the harness, host,
+    # model and budget: it shows a scenario change only when those agree.
     same_conditions = not found and b.manifest_digest == h.manifest_digest
-    if same_conditions:
-        changed = [
-            name
-            for name in common
-            if base.scenarios[name].fingerprint
-            and head.scenarios[name].fingerprint
-            and base.scenarios[name].fingerprint != head.scenarios[name].fingerprint
-        ]
-        if changed:
-            found.append(
-                CompareWarning(
-                    code="compare-scenario-changed",
-                    message="scenario documents or fixtures differ between the runs: "
-                    + ", ".join(changed),
-                    base=None,
-                    head=None,
-                )
+    changed = [
+        name
+        for name in common
+        if _scenario_changed(base.scenarios[name], head.scenarios[name], same_conditions)
+    ]
+    if changed:
+        found.append(
+            CompareWarning(
+                code="compare-scenario-changed",
+                message="scenario documents or fixtures differ between the runs: "
+                + ", ".join(changed),
+                base=None,
+                head=None,
             )
+        )
     for label, meta in (("BASE", b), ("HEAD", h)):
         if meta.interrupted:
             found.append(
@@ -530,6 +527,14 @@ def _warnings(base: RunReport, head: RunReport, common: list[str]) -> list[Compa
                 )
             )
     return found
+
+
+def _scenario_changed(old: ScenarioResult, new: ScenarioResult, same_conditions: bool) -> bool:
+    if old.definition and new.definition:
+        return old.definition != new.definition
+    if not (same_conditions and old.fingerprint and new.fingerprint):
+        return False
+    return old.fingerprint != new.fingerprint
 
 
 def _show(value: object) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from .plan import Plan
 from .scenarios import Scenario
 
-__all__ = ["fixture_digest", "plan_digest", "scenario_fingerprint"]
+__all__ = ["definition_digest", "fixture_digest", "plan_digest", "scenario_fingerprint"]
 
 
 def fixture_digest(root: Path) -> str:
@@ -55,6 +55,21 @@ def _files(root: Path) -> Iterable[tuple[str, Path]]:
                 yield relative, Path(entry.path)
 
 
+def definition_digest(scenario: Scenario) -> str:
+    """Digest of what the scenario itself defines: its parsed document and fixture.
+
+    Unlike :func:`scenario_fingerprint` it ignores the harness, host, model and
+    budget, so two runs of different harness revisions can tell whether the
+    scenario changed between them.
+    """
+    material = {
+        "document": scenario.document.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "fixture": fixture_digest(scenario.fixture_path),
+    }
+    encoded = json.dumps(material, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode()).hexdigest()
+
+
 def scenario_fingerprint(
     scenario: Scenario,
     *,
@@ -64,11 +79,11 @@ def scenario_fingerprint(
     model: str | None,
     timeout_ms: int,
     max_tokens: int,
+    definition: str | None = None,
 ) -> str:
     """Fingerprint of one scenario's trials under this run's conditions."""
     material = {
-        "document": scenario.document.model_dump(mode="json", by_alias=True, exclude_none=True),
-        "fixture": fixture_digest(scenario.fixture_path),
+        "definition": definition if definition is not None else definition_digest(scenario),
         "manifest": manifest_digest,
         "host": host,
         "hostVersion": host_version,

@@ -172,6 +172,7 @@ def _merge_scenarios(shards: list[ShardReport], *, trials: int) -> dict[str, Sce
             source=template.source,
             origin=template.origin,
             fingerprint=template.fingerprint,
+            definition=template.definition,
             description=template.description,
         )
     return merged
@@ -188,7 +189,7 @@ def _check_description(
         described[name] = (result, source)
         return
     earlier, earlier_source = described[name]
-    for what in ("fingerprint", "source", "origin", "description"):
+    for what in ("fingerprint", "definition", "source", "origin", "description"):
         if getattr(result, what) != getattr(earlier, what):
             raise _mismatch(
                 f"scenario {name!r} has a different {what} in {source} and {earlier_source}",

@@ -190,7 +190,12 @@ class ScenarioResult(_ReportModel):
     origin: OriginInfo | None = None
     """Scenario origin (additive)."""
     fingerprint: str | None = None
-    """Digest of the scenario document and fixture (additive)."""
+    """Digest of everything that decides a trial's outcome: the scenario definition,
+    harness, host and version, model and budget (``--resume`` reuses trials whose
+    fingerprint matches; additive)."""
+    definition: str | None = None
+    """Digest of the scenario document and fixture alone (``compare`` warns when it
+    differs between two runs; additive)."""
     stats: ScenarioStatistics | None = None
     """Statistics (additive)."""
     tokens: int | None = None

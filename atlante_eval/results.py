@@ -30,7 +30,11 @@ __all__ = [
 
 
 def scenario_result(
-    scenario: Scenario, trials: Sequence[TrialResult], *, fingerprint: str | None = None
+    scenario: Scenario,
+    trials: Sequence[TrialResult],
+    *,
+    fingerprint: str | None = None,
+    definition: str | None = None,
 ) -> ScenarioResult:
     """Summarise one scenario's trials (in index order) with the reference's statistics."""
     origin = scenario.origin
@@ -43,6 +47,7 @@ def scenario_result(
             package_version=origin.package_version,
         ),
         fingerprint=fingerprint,
+        definition=definition,
         description=scenario.document.description,
     )
 
@@ -53,6 +58,7 @@ def summarize(
     source: str | None = None,
     origin: OriginInfo | None = None,
     fingerprint: str | None = None,
+    definition: str | None = None,
     description: str | None = None,
 ) -> ScenarioResult:
     """Summarise trials into a scenario result without a :class:`Scenario` (merge, reload).
@@ -71,6 +77,7 @@ def summarize(
         source=source,
         origin=origin,
         fingerprint=fingerprint,
+        definition=definition,
         stats=_statistics_model(stats),
         tokens=sum(reported_tokens) if reported_tokens else None,
         cost=round(sum(reported_costs), 10) if reported_costs else None,

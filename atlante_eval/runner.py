@@ -28,7 +28,7 @@ from .events import (
     TrialFinished,
     TrialStarted,
 )
-from .fingerprint import plan_digest, scenario_fingerprint
+from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
 from .hosts import Host, create_host
 from .journal import Journal, read_journal
 from .logs import get_logger
@@ -111,6 +111,7 @@ class _Progress:
     positions: list[int]
     sink: ProgressCallback | None
     fingerprints: Mapping[str, str]
+    definitions: Mapping[str, str]
     journal: Journal | None = None
     done: dict[str, int] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
@@ -148,7 +149,10 @@ class _Progress:
                 ScenarioFinished(
                     name,
                     scenario_result(
-                        planned.scenario, trials, fingerprint=self.fingerprints.get(name)
+                        planned.scenario,
+                        trials,
+                        fingerprint=self.fingerprints.get(name),
+                        definition=self.definitions.get(name),
                     ),
                 ),
             )
@@ -171,7 +175,10 @@ def _scenarios(plan: Plan, progress: _Progress, *, interrupted: bool) -> dict[st
         by_name.setdefault(planned.scenario.name, []).append(result)
     return {
         scenario.name: scenario_result(
-            scenario, by_name[scenario.name], fingerprint=progress.fingerprints.get(scenario.name)
+            scenario,
+            by_name[scenario.name],
+            fingerprint=progress.fingerprints.get(scenario.name),
+            definition=progress.definitions.get(scenario.name),
         )
         for scenario in plan.scenarios
         if scenario.name in by_name
@@ -232,10 +239,14 @@ def _last_failed(
     return suite.scenarios, note
 
 
-def _fingerprints(plan: Plan, suite: Suite, host: Host, model: str | None) -> dict[str, str]:
+def _fingerprints(
+    plan: Plan, suite: Suite, host: Host, model: str | None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Each scenario's fingerprint (for --resume) and definition digest (for compare)."""
     assert suite.native is not None
     timeouts = {t.scenario.name: t.timeout_ms for t in plan.trials}
-    return {
+    definitions = {scenario.name: definition_digest(scenario) for scenario in plan.scenarios}
+    fingerprints = {
         scenario.name: scenario_fingerprint(
             scenario,
             manifest_digest=suite.native.digest,
@@ -244,9 +255,11 @@ def _fingerprints(plan: Plan, suite: Suite, host: Host, model: str | None) -> di
             model=model,
             timeout_ms=timeouts.get(scenario.name, plan.config.timeout_ms),
             max_tokens=plan.config.max_tokens,
+            definition=definitions[scenario.name],
         )
         for scenario in plan.scenarios
     }
+    return fingerprints, definitions
 
 
 def _reusable(
@@ -295,7 +308,7 @@ async def execute_run(
     await runner_host.probe()
     assert suite.native is not None
     plan = make_plan(selected, resolve_budget(config.budget, trials=options.trials))
-    fingerprints = await anyio.to_thread.run_sync(
+    fingerprints, definitions = await anyio.to_thread.run_sync(
         _fingerprints, plan, suite, runner_host, config.model
     )
     digest = plan_digest(plan, fingerprints)
@@ -325,7 +338,7 @@ async def execute_run(
         resumed_from=str(options.resume) if options.resume is not None else None,
     )
     journal = Journal(run_dir, run_id=run_id, plan_digest=digest)
-    progress = _Progress(plan, positions, on_event, fingerprints, journal)
+    progress = _Progress(plan, positions, on_event, fingerprints, definitions, journal)
     run_root = create_run_root()
     structlog.contextvars.bind_contextvars(run_id=run_id, host=runner_host.name)
     log.info("run.start", trials=len(positions), reused=len(reused), jobs=options.jobs)

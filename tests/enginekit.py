@@ -109,7 +109,7 @@ MASKS = [
         r'"\1": 0',
     ),
     (
-        re.compile(r'"(manifestDigest|planDigest|fingerprint)": "[0-9a-f]+"'),
+        re.compile(r'"(manifestDigest|planDigest|fingerprint|definition)": "[0-9a-f]+"'),
         r'"\1": "<digest>"',
     ),
     (re.compile(r'"(atlante)": "[^"]+"'), r'"\1": "<version>"'),

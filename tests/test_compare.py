@@ -260,6 +260,27 @@ def test_fingerprint_difference_is_expected_when_the_harness_changed() -> None:
     assert result.harness_changed is True
 
 
+def test_changed_definition_is_warned_even_when_the_harness_changed() -> None:
+    """The definition digest covers only the scenario, so its change is flagged across harnesses."""
+    base = report({"s": _defined("1" * 64), "t": _defined("3" * 64)})
+    head = report({"s": _defined("2" * 64), "t": _defined("3" * 64)}, manifest_digest="b" * 64)
+    result = compare_reports(base, head)
+    changed = [w for w in result.warnings if w.code == "compare-scenario-changed"]
+    assert [w.message.rsplit(": ", 1)[1] for w in changed] == ["s"]
+    assert result.harness_changed is True
+
+
+def test_same_definition_is_not_warned_about_when_the_harness_changed() -> None:
+    """Equal definition digests under a new harness raise no scenario warning."""
+    base = report({"s": _defined("1" * 64)})
+    head = report({"s": _defined("1" * 64)}, manifest_digest="b" * 64)
+    assert compare_reports(base, head).warnings == []
+
+
+def _defined(digest: str) -> ScenarioResult:
+    return _fingerprinted("9" * 64).model_copy(update={"definition": digest})
+
+
 def test_partial_and_shard_reports_are_warned_about() -> None:
     """An interrupted run or a single shard is compared but flagged."""
     result = compare_reports(
