@@ -29,7 +29,7 @@ from .events import (
     TrialStarted,
 )
 from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
-from .hosts import Host, create_host
+from .hosts import Host, HostError, create_host
 from .journal import Journal, read_journal
 from .logs import get_logger
 from .options import DEFAULT_JOBS, RunOptions, run_options
@@ -239,6 +239,25 @@ def _last_failed(
     return suite.scenarios, note
 
 
+def _check_pass_env(host: Host, names: Sequence[str]) -> None:
+    """Refuse, before any trial, ``--pass-env`` names the host would refuse per trial."""
+    check = getattr(host, "check_pass_env", None)
+    if check is None or not names:
+        return
+    try:
+        check(list(names))
+    except HostError as exc:
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    str(exc),
+                    next="remove that --pass-env name; see docs/hosts.md for the supported ones",
+                )
+            ]
+        ) from None
+
+
 def _fingerprints(
     plan: Plan, suite: Suite, host: Host, model: str | None
 ) -> tuple[dict[str, str], dict[str, str]]:
@@ -306,6 +325,7 @@ async def execute_run(
     config = suite.project.eval
     runner_host = host if host is not None else create_host(config.host)
     await runner_host.probe()
+    _check_pass_env(runner_host, options.pass_env)
     assert suite.native is not None
     plan = make_plan(selected, resolve_budget(config.budget, trials=options.trials))
     fingerprints, definitions = await anyio.to_thread.run_sync(

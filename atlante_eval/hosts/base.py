@@ -154,6 +154,10 @@ class Host(Protocol):
         """
         ...
 
+    # Optional: a host may also define ``check_pass_env(names: Sequence[str]) -> None``
+    # raising HostError for ``--pass-env`` names it refuses; the run checks it once,
+    # before any trial (``invalid-option``, exit 2).
+
     async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
         """Run one agent session in ``context.sandbox``, streaming usage into ``usage``.
 

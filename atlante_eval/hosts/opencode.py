@@ -173,7 +173,12 @@ class OpenCodeHost:
             raise HostError("the opencode host was not probed before the trial")
         return self._path, self._dialect
 
-    def _check_pass_env(self, pass_env: Sequence[str]) -> None:
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Refuse ``--pass-env`` names that would replace the sandbox configuration.
+
+        Raises:
+            HostError: the first refused name, and why.
+        """
         refused = sorted(OPENCODE_REFUSED_PASS_ENV.intersection(pass_env))
         if refused:
             raise HostError(
@@ -199,7 +204,7 @@ class OpenCodeHost:
             check_fixture_configs(context.sandbox, target)
         except ConfigError as exc:
             raise HostError(str(exc)) from None
-        self._check_pass_env(context.pass_env)
+        self.check_pass_env(context.pass_env)
         self._copy_credentials(context.state_dir, dialect)
         agents = [context.agent] if context.agent else []
         config = build_config(dialect, [*agents, *context.native.agent_ids])
