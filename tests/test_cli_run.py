@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,13 @@ WRITE_X = actions(
     {"model": "acme/model-x"}, {"write": "x.txt", "content": "done\n"}, {"usage": 120, "cost": 0.01}
 )
 RUN_ID = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-[0-9a-f]{4}")
+
+
+@pytest.fixture(autouse=True)
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put run roots (and kept sandboxes) under the test's own temporary directory."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
 
 
 @pytest.fixture(autouse=True)

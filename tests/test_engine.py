@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,13 @@ from atlante_eval.runner import EvalRunError, run_eval
 def anyio_backend() -> str:
     """Run these tests on asyncio unless a test parametrizes the backend."""
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put run roots (and kept sandboxes) under the test's own temporary directory."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
 
 
 @pytest.fixture(autouse=True)
@@ -664,6 +672,7 @@ async def test_keep_records_sandbox_paths_that_exist(tmp_path: Path) -> None:
     paths = [Path(t.sandbox or "") for t in trials(report, "kept")]
     try:
         assert [p.name for p in paths] == ["kept-trial-0", "kept-trial-1"]
+        assert paths[0].parent.parent == tmp_path / "tmp"
         assert all((p / "project" / "x.txt").is_file() for p in paths)
         assert report.meta.run_root == str(paths[0].parent)
     finally:
@@ -752,7 +761,7 @@ class _CountingHost(InstantHost):
         self.active += 1
         self.peak = max(self.peak, self.active)
         try:
-            await anyio.sleep(0.05)
+            await anyio.sleep(0.3)
         finally:
             self.active -= 1
         return await super().run_session(context, usage)
@@ -762,11 +771,12 @@ class _CountingHost(InstantHost):
 @pytest.mark.parametrize("jobs", [1, 3])
 async def test_jobs_bounds_concurrent_sessions(tmp_path: Path, jobs: int) -> None:
     """At most --jobs host sessions overlap, and with several jobs they do overlap."""
-    root = project(tmp_path, scenario("a"), scenario("b"), trials=4, maxSessions=8)
+    root = project(tmp_path, scenario("a"), scenario("b"), trials=3, maxSessions=6)
     host = _CountingHost()
     report = await run(root, host, jobs=jobs)
-    assert host.sessions == 8
-    assert host.peak == jobs
+    assert host.sessions == 6
+    assert host.peak <= jobs
+    assert host.peak > 1 or jobs == 1
     assert {t.verdict for t in report.all_trials()} == {"pass"}
 
 
