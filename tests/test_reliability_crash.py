@@ -1,0 +1,175 @@
+"""Crash safety: SIGKILL at any moment never leaves a torn report; --resume completes a run."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from clikit import cleaned_up, journal_results, kill_marked, report_dirs, start_cli, wait_for
+from enginekit import MASKS
+from factory import make_project, scenario
+from standin import actions
+
+from atlante_eval.journal import read_journal
+from atlante_eval.report import RunReport
+
+#: Fields that differ between an uninterrupted run and a resumed one by design.
+RESUME_MASKS = [
+    *MASKS,
+    (re.compile(r'\s*"reused": true,?'), ""),
+    (re.compile(r'\s*"resumedFrom": "[^"]*",?'), ""),
+    (re.compile(r'"(wallTimeMs)": \d+'), r'"\1": 0'),
+]
+
+
+def _mask(text: str) -> str:
+    for pattern, replacement in RESUME_MASKS:
+        text = pattern.sub(replacement, text)
+    return re.sub(r",(\s*[}\]])", r"\1", text)
+
+
+def _project(tmp_path: Path) -> Path:
+    """Quick passes, slower passes and failures: a run that takes a few seconds."""
+    slow = actions({"sleep": 0.6}, {"write": "y.txt", "content": "slow\n"}, {"usage": 7})
+    return make_project(
+        tmp_path / "project",
+        scenarios=[
+            scenario(
+                "a-quick",
+                prompt=actions({"write": "x.txt", "content": "quick\n"}, {"usage": 3}),
+                checks=[
+                    {"type": "file-contains", "path": "x.txt", "pattern": "quick"},
+                    {"type": "diff-allowlist", "allow": ["x.txt"]},
+                ],
+            ),
+            scenario("b-slow", prompt=slow, checks=[{"type": "file-exists", "path": "y.txt"}]),
+            scenario("c-fail", checks=[{"type": "file-exists", "path": "missing"}]),
+        ],
+        eval_extra={"budget": {"trials": 3, "maxSessions": 50}},
+    )
+
+
+def _report(run_dir: Path) -> RunReport:
+    return RunReport.model_validate_json((run_dir / "report.json").read_bytes())
+
+
+def test_sigkill_at_random_moments_never_leaves_a_torn_report(tmp_path: Path) -> None:
+    """Killed at random moments, a run leaves no report or a whole one, and a readable journal."""
+    project = _project(tmp_path)
+    started = time.monotonic()
+    with cleaned_up(start_cli(["run", str(project), "--jobs", "3"], tmp_path, name="full")) as cli:
+        assert cli.wait() == 1
+    full_s = time.monotonic() - started
+    rng = random.Random(20260901)  # noqa: S311 - seeded: reproducible kill moments
+    moments = sorted(rng.uniform(0.3 * full_s, 1.1 * full_s) for _ in range(8))
+    for n, moment in enumerate(moments):
+        run = start_cli(["run", str(project), "--jobs", "3"], tmp_path, name=f"kill-{n}")
+        with cleaned_up(run) as cli:
+            time.sleep(moment)
+            cli.signal(signal.SIGKILL)
+            cli.wait()
+    dirs = report_dirs(project)
+    assert len(dirs) == 1 + len(moments)
+    complete = 0
+    for run_dir in dirs:
+        report_file = run_dir / "report.json"
+        if report_file.exists():
+            report = _report(run_dir)
+            assert len(report.all_trials()) == 9
+            complete += 1
+        entries = read_journal(run_dir)
+        assert len(entries) == len(journal_results(run_dir))
+    assert 1 <= complete <= len(dirs)
+
+
+_WRITER = r"""
+import sys
+from pathlib import Path
+from atlante_eval.publish import atomic_write
+directory = Path(sys.argv[1])
+data = Path(sys.argv[2]).read_bytes()
+print("ready", flush=True)
+for n in range(100000):
+    atomic_write(directory / f"report-{n}.json", data)
+"""
+
+
+def test_atomic_write_killed_mid_write_never_exposes_partial_content(tmp_path: Path) -> None:
+    """SIGKILL while atomic_write writes 4 MB reports: every visible report is whole."""
+    payload = json.dumps({"trials": ["x" * 1000] * 4000}).encode()
+    source = tmp_path / "payload.json"
+    source.write_bytes(payload)
+    rng = random.Random(7)  # noqa: S311 - seeded: reproducible kill moments
+    for n in range(6):
+        directory = tmp_path / f"out-{n}"
+        directory.mkdir()
+        writer = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(directory), str(source)],
+            stdout=subprocess.PIPE,
+        )
+        try:
+            assert writer.stdout is not None
+            assert writer.stdout.readline() == b"ready\n"
+            time.sleep(rng.uniform(0.05, 0.4))
+        finally:
+            writer.kill()
+            writer.wait()
+            if writer.stdout is not None:
+                writer.stdout.close()
+        reports = list(directory.glob("report-*.json"))
+        assert reports
+        for report in reports:
+            assert report.read_bytes() == payload
+
+
+def _masked(run_dir: Path) -> str:
+    return _mask(_report(run_dir).to_json())
+
+
+def test_resume_after_sigkill_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    """SIGKILL mid-run, then --resume RUN_DIR: the report equals an uninterrupted run's."""
+    project = _project(tmp_path)
+    with cleaned_up(start_cli(["run", str(project), "--jobs", "2"], tmp_path, name="ref")) as cli:
+        assert cli.wait() == 1
+    [reference] = report_dirs(project)
+
+    with cleaned_up(start_cli(["run", str(project), "--jobs", "2"], tmp_path, name="crash")) as cli:
+        crashed = wait_for(lambda: [d for d in report_dirs(project) if d != reference])[0]
+        wait_for(lambda: len(journal_results(crashed)) >= 4)
+        cli.signal(signal.SIGKILL)
+        cli.wait()
+        kill_marked(cli.tmpdir)
+    assert not (crashed / "report.json").exists()
+    journaled = len(journal_results(crashed))
+    assert 4 <= journaled < 9
+
+    # A torn last line (as a crash mid-append would leave) is ignored on resume.
+    journal = crashed / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    assert len(read_journal(crashed)) == journaled - 1
+
+    args = ["run", str(project), "--jobs", "2", "--resume", str(crashed)]
+    with cleaned_up(start_cli(args, tmp_path, name="resume")) as cli:
+        assert cli.wait() == 1, cli.stderr
+    [resumed] = [d for d in report_dirs(project) if d not in (reference, crashed)]
+    report = _report(resumed)
+    assert report.meta.resumed_from == str(crashed)
+    assert sum(1 for t in report.all_trials() if t.reused) == journaled - 1
+    assert _masked(resumed) == _masked(reference)
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\x00\xff{not json\n", b'{"scenario": "a-quick"}\n'])
+def test_resume_ignores_damaged_journal_lines(tmp_path: Path, garbage: bytes) -> None:
+    """Binary junk, empty or incomplete records in a journal are skipped, never fatal."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "journal.jsonl").write_bytes(b'{"journal": 1}\n' + garbage + b'{"result": ')
+    assert read_journal(run_dir) == []
