@@ -77,13 +77,16 @@ def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """Return an allowlisted environment for git that ignores user and system config.
 
     Hooks, templates, fsmonitor, attributes and filters from the user's global or
-    system git configuration can run code or change what git reports; none applies.
+    system git configuration can run code or change what git reports; none applies,
+    and replace refs never substitute one object for another.
     """
     env = allowed_env(base)
     env.update(
         {
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_NO_REPLACE_OBJECTS": "1",
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_OPTIONAL_LOCKS": "0",
             "LC_ALL": "C",

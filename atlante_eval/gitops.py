@@ -1,12 +1,22 @@
 """The trial's git baseline and the changes an agent made since it.
 
 The baseline is committed in the sandbox (so the agent works in an ordinary git
-repository, as with the reference), then the repository is copied to a *private*
-git directory next to the sandbox. Everything after the host session uses only the
-private copy (``--git-dir`` + ``--work-tree``), with hardened settings and an
-allowlisted environment: an agent that rewrites, deletes or re-commits the
-sandbox's ``.git``, sets index flags, or plants hooks, filters or an fsmonitor in
-its config cannot change what grading sees, and no planted code runs.
+repository, as with the reference), and its objects are packed into a *private*
+directory next to the sandbox. After the host session, changes are collected in a
+*grading repository* created only then: a bare repository written by this module
+(its config, attributes and refs are ours), into which the private pack is
+imported with ``git index-pack``, which names every object by hashing its
+content. Grading git runs with ``--git-dir`` on that repository and
+``--work-tree`` on the sandbox, hardened settings and an allowlisted environment.
+
+The agent runs as the same user and can reach the private directory (it is
+``../baseline.git`` from its working directory), so nothing stored there is
+trusted: config, hooks, attributes, replace refs or loose objects planted there
+are never read, and a forged or damaged pack cannot yield the baseline commit,
+whose id is kept in memory. An agent that rewrites, deletes or re-commits the
+sandbox's ``.git``, sets index flags, plants hooks, filters or an fsmonitor, or
+tampers with the private pack cannot change what grading sees, and no planted
+code runs; sabotage at worst makes the diff uncollectable (``infra-error``).
 """
 
 from __future__ import annotations
@@ -15,6 +25,8 @@ import functools
 import os
 import re
 import shutil
+import stat
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +114,7 @@ async def _git(
     git_dir: Path | None = None,
     head_bytes: int | None = None,
     tolerate: frozenset[int] = frozenset(),
+    stdin: bytes | None = None,
 ) -> ProcessResult:
     location = ["--git-dir", str(git_dir), "--work-tree", str(work_tree)] if git_dir else []
     env = git_env()
@@ -110,6 +123,7 @@ async def _git(
         argv,
         cwd=work_tree,
         env=env,
+        stdin=stdin,
         timeout_s=_GIT_TIMEOUT_S,
         capture_bytes=64 * 1024 if head_bytes is None else 4096,
         stdout_head_bytes=head_bytes,
@@ -172,7 +186,7 @@ def _neutralise(dot_git: Path) -> None:
 async def make_baseline(
     sandbox: Path, private_git_dir: Path, *, skeleton: Path | None = None
 ) -> str:
-    """Commit the sandbox as the baseline and keep a private copy of the repository.
+    """Commit the sandbox as the baseline and pack its objects into a private directory.
 
     A ``.git`` left by the scenario's setup is reused (its history stays), but its
     index is rebuilt, so no assume-unchanged or skip-worktree flag survives into
@@ -180,7 +194,7 @@ async def make_baseline(
 
     Args:
         sandbox: the sandbox root.
-        private_git_dir: where the private copy of the repository goes.
+        private_git_dir: a new directory for the pack of the baseline's objects.
         skeleton: an empty repository (:func:`make_skeleton`) copied instead of
             running ``git init``.
 
@@ -209,9 +223,14 @@ async def make_baseline(
     if not _SHA.match(head):
         raise GitError(f"git rev-parse HEAD printed no commit id: {head[:80]!r}")
     try:
-        await anyio.to_thread.run_sync(copy_tree, dot_git, private_git_dir)
+        await anyio.Path(private_git_dir).mkdir()
     except OSError as exc:
-        raise GitError(f"cannot copy the baseline repository: {exc}") from exc
+        raise GitError(f"cannot create the private baseline directory: {exc}") from exc
+    await _git(
+        ["pack-objects", "--revs", "--quiet", str(private_git_dir / "baseline")],
+        work_tree=sandbox,
+        stdin=f"{head}\n".encode(),
+    )
     return head
 
 
@@ -233,26 +252,89 @@ def _split_nul(output: str) -> list[str]:
     return [item for item in output.split("\0") if item]
 
 
+#: The whole configuration of a grading repository.
+_GRADING_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"
+
+
+def _grading_repository(sandbox: Path, private_git_dir: Path) -> tuple[Path, list[Path]]:
+    """Create a fresh bare repository next to the sandbox holding copies of the private packs.
+
+    Returns:
+        The repository and the copied pack files (still to be indexed).
+
+    Raises:
+        GitError: the sandbox root is no longer a real directory, or the private
+            directory holds no pack.
+        OSError: the repository could not be written.
+    """
+    try:
+        root_mode = os.lstat(sandbox).st_mode
+    except OSError as exc:
+        raise GitError(f"cannot inspect the sandbox root: {exc.strerror}") from exc
+    if not stat.S_ISDIR(root_mode):
+        raise GitError("the sandbox root was replaced during the session (not a real directory)")
+    try:
+        with os.scandir(private_git_dir) as entries:
+            packs = sorted(
+                entry.path
+                for entry in entries
+                if entry.name.endswith(".pack") and entry.is_file(follow_symlinks=False)
+            )
+    except OSError:
+        packs = []
+    if not packs:
+        raise GitError("the private baseline was removed or damaged during the session")
+    repository = Path(tempfile.mkdtemp(prefix="grading-", suffix=".git", dir=sandbox.parent))
+    for directory in ("objects/pack", "objects/info", "refs/heads", "refs/tags", "info"):
+        (repository / directory).mkdir(parents=True)
+    (repository / "HEAD").write_text("ref: refs/heads/atlante-eval\n", encoding="utf-8")
+    (repository / "config").write_text(_GRADING_CONFIG, encoding="utf-8")
+    (repository / "info" / "attributes").write_text(_NEUTRAL_ATTRIBUTES, encoding="utf-8")
+    copies = []
+    for number, pack in enumerate(packs):
+        copy = repository / "objects" / "pack" / f"pack-baseline-{number}.pack"
+        _copy_no_follow(Path(pack), copy)
+        copies.append(copy)
+    return repository, copies
+
+
+def _copy_no_follow(source: Path, target: Path) -> None:
+    """Copy a regular file without following a symbolic link at ``source``."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(source, flags | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise GitError("the private baseline was removed or damaged during the session")
+        with open(fd, "rb", closefd=False) as reader, open(target, "xb") as writer:
+            shutil.copyfileobj(reader, writer, 1 << 20)
+    finally:
+        os.close(fd)
+
+
 async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -> Changes:
     """Return the paths changed since ``baseline`` and the capped diff evidence.
 
-    Uses only the private repository, so nothing the agent did to the sandbox's
-    own ``.git`` affects the result.
+    Builds a fresh grading repository from the private pack (see the module
+    docstring), so nothing the agent did to either ``.git`` affects the result.
 
     Raises:
-        GitError: a git command failed.
+        GitError: the baseline could not be recovered or a git command failed.
     """
-    # A fresh index: whatever flags or entries an index could carry (assume-unchanged,
-    # skip-worktree, a tampered private copy), the changes are read from the files.
     try:
-        (private_git_dir / "index").unlink(missing_ok=True)
+        grading, packs = await anyio.to_thread.run_sync(
+            _grading_repository, sandbox, private_git_dir
+        )
     except OSError as exc:
-        raise GitError(f"cannot reset the private index: {exc}") from exc
-    await _git(["add", "--all", "--force"], work_tree=sandbox, git_dir=private_git_dir)
+        raise GitError(f"cannot create the grading repository: {exc}") from exc
+    for pack in packs:
+        # index-pack names each object by hashing it: a forged pack cannot supply
+        # the baseline commit, whose id was kept in memory.
+        await _git(["index-pack", str(pack)], work_tree=sandbox, git_dir=grading)
+    await _git(["add", "--all", "--force"], work_tree=sandbox, git_dir=grading)
     names = await _git(
         ["diff", "--cached", "--no-renames", "--no-ext-diff", "--name-only", "-z", baseline],
         work_tree=sandbox,
-        git_dir=private_git_dir,
+        git_dir=grading,
     )
     patch = await _git(
         [
@@ -265,7 +347,7 @@ async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -
             baseline,
         ],
         work_tree=sandbox,
-        git_dir=private_git_dir,
+        git_dir=grading,
         head_bytes=DIFF_LIMIT_CHARS * 4,
     )
     diff = patch.stdout

@@ -5,7 +5,8 @@ Layout (all under a run root ``<tmp>/atlante-eval-XXXXXX``)::
     <scenario>-trial-<i>/
         project/       the sandbox root: the agent's working directory
         state/         the host's private HOME, XDG dirs, credentials, temp files
-        baseline.git/  private copy of the baseline repository (grading only)
+        baseline.git/  pack of the baseline commit's objects (grading only)
+        grading-*.git/ repository created after the session to collect changes
 
 :func:`trial_sandbox` assembles the sandbox in the reference's order (fixture
 copy, native outputs, host integration, setup, ``file-unchanged`` snapshot, git
@@ -66,7 +67,7 @@ class Sandbox:
     """The sandbox root (agent's working directory)."""
     state_dir: Path
     git_dir: Path
-    """Private baseline repository."""
+    """Private directory holding the pack of the baseline's objects."""
     baseline: str
     """Baseline commit id."""
     snapshot: Mapping[str, str | None]

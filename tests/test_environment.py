@@ -161,4 +161,11 @@ def test_git_env_drops_git_variables_that_redirect_repositories() -> None:
     assert not [name for name in env if name.startswith("GIT_") and name not in _GIT_OWN]
 
 
-_GIT_OWN = {"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS"}
+_GIT_OWN = {
+    "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_ATTR_NOSYSTEM",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_TERMINAL_PROMPT",
+    "GIT_OPTIONAL_LOCKS",
+}

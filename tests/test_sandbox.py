@@ -113,7 +113,7 @@ async def test_assembly_copies_fixture_and_native_outputs_then_commits(project: 
         assert sandbox.snapshot == {"README.md": hashlib.sha256(b"hello\n").hexdigest()}
         assert _git(root, "status", "--porcelain") == ""
         assert len(sandbox.baseline) == 40
-        assert (sandbox.git_dir / "HEAD").is_file()
+        assert list(sandbox.git_dir.glob("*.pack"))
     assert not sandbox.trial_dir.exists()
 
 
