@@ -397,27 +397,33 @@ async def run_process(
     timed_out = False
     finished_ms: int | None = None
     try:
-        async with anyio.create_task_group() as readers:
-            readers.start_soon(
-                _signal_when_done,
-                _pump_lines(pipes.stdout_read, stdout_tail, on_line, abort),
-                done[0],
-            )
-            readers.start_soon(_signal_when_done, _pump(pipes.stderr_read, stderr_tail), done[1])
-            if stdin is not None and pipes.stdin_write is not None:
-                readers.start_soon(_feed, pipes, pipes.stdin_write, stdin)
-            with anyio.move_on_after(math.inf if timeout_s is None else timeout_s) as timer:
-                await _first_of(_wait(process), abort.wait())
-            timed_out = timer.cancelled_caught and process.poll() is None
-            finished_ms = _elapsed_ms(started)
-            if process.poll() is None:
-                with anyio.CancelScope(shield=True):
+        # Once the process has ended, the bounded drain below is shielded: a caller's
+        # deadline that passes while a grandchild holds the pipes must not turn a
+        # session that ended in time into a cancelled one.
+        with anyio.CancelScope() as ended:
+            async with anyio.create_task_group() as readers:
+                readers.start_soon(
+                    _signal_when_done,
+                    _pump_lines(pipes.stdout_read, stdout_tail, on_line, abort),
+                    done[0],
+                )
+                readers.start_soon(
+                    _signal_when_done, _pump(pipes.stderr_read, stderr_tail), done[1]
+                )
+                if stdin is not None and pipes.stdin_write is not None:
+                    readers.start_soon(_feed, pipes, pipes.stdin_write, stdin)
+                with anyio.move_on_after(math.inf if timeout_s is None else timeout_s) as timer:
+                    await _first_of(_wait(process), abort.wait())
+                ended.shield = True
+                timed_out = timer.cancelled_caught and process.poll() is None
+                finished_ms = _elapsed_ms(started)
+                if process.poll() is None:
                     await _end_group(process, grace)
-            with anyio.move_on_after(_DRAIN_S):
-                await done[0].wait()
-                await done[1].wait()
-            _signal_group(process, signal.SIGKILL)
-            readers.cancel_scope.cancel()
+                with anyio.move_on_after(_DRAIN_S):
+                    await done[0].wait()
+                    await done[1].wait()
+                _signal_group(process, signal.SIGKILL)
+                readers.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         _raise_single(group)
     finally:
