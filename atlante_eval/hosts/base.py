@@ -183,6 +183,8 @@ async def run_json_stream(
     """
 
     def on_line(line: str) -> bool:
+        if not line.startswith("{"):
+            return False  # not a JSON object: skipped without a parse (hosts may flood)
         try:
             event = json.loads(line)
         except (ValueError, RecursionError):
