@@ -162,8 +162,13 @@ def start_cli(
     env: dict[str, str] | None = None,
     grace_s: float = 0.5,
     name: str = "cli",
+    extra_env: dict[str, str] | None = None,
 ) -> CliRun:
-    """Start ``standin_cli.py ARGS`` in its own session, output going to files."""
+    """Start ``standin_cli.py ARGS`` in its own session, output going to files.
+
+    ``env`` replaces the environment (default :func:`cli_env`); ``extra_env`` is
+    added to the default one.
+    """
     tmpdir = tmp_path / f"{name}-tmp"
     tmpdir.mkdir(exist_ok=True)
     stdout_path = tmp_path / f"{name}.stdout"
@@ -174,7 +179,7 @@ def start_cli(
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
-            env=env if env is not None else cli_env(tmpdir, grace_s=grace_s),
+            env=env if env is not None else cli_env(tmpdir, grace_s=grace_s, **(extra_env or {})),
             start_new_session=True,
         )
     return CliRun(process, tmpdir, stdout_path, stderr_path)

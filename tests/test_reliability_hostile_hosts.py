@@ -1,0 +1,269 @@
+"""Hostile hosts: each ends as the right verdict, in bounded time and memory, leaving nothing.
+
+The stand-in host plays every misbehaviour as a real subprocess: ignoring SIGTERM,
+grandchildren that outlive it holding its stdout, floods of output, invalid UTF-8
+and non-JSON, death by a signal, closing stdout and carrying on, and symlinks out
+of the sandbox that checks must refuse to follow.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from clikit import (
+    cleaned_up,
+    isolated_tmpdir,
+    processes_marked,
+    report_dirs,
+    run_dirs,
+    start_cli,
+)
+from factory import make_project, scenario
+from standin import StandinHost, actions
+
+from atlante_eval import process as process_module
+from atlante_eval.process import MAX_LINE_BYTES
+from atlante_eval.report import RunReport, TrialResult
+from atlante_eval.runner import run_eval
+
+GRACE_S = 0.5
+TIMEOUT_MS = 1500
+#: How long pipes are drained after a host exits while a grandchild holds them.
+DRAIN_S = 2.0
+#: Slack for process start-up and grading on a loaded 2-core machine.
+MARGIN_MS = 2500
+
+X_EXISTS = [{"type": "file-exists", "path": "x.txt"}]
+WRITE_X = {"write": "x.txt", "content": "done\n"}
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """One misbehaving host and how its trial must end."""
+
+    name: str
+    steps: tuple[dict[str, Any], ...]
+    verdict: str
+    error: str | None = None
+    """A substring of the trial's error."""
+    tokens: int | None = None
+    checks: list[dict[str, Any]] = field(default_factory=lambda: list(X_EXISTS))
+    limit_ms: int = TIMEOUT_MS + int(GRACE_S * 1000) + MARGIN_MS
+    """Longest acceptable host-session duration."""
+
+
+def _hostiles(outside: Path) -> list[Hostile]:
+    return [
+        Hostile(
+            "ignores-sigterm",
+            ({"ignore_sigterm": True}, {"sleep": 60}),
+            "timeout",
+            error=f"trial exceeded {TIMEOUT_MS}ms",
+        ),
+        Hostile(
+            "ignores-sigterm-with-grandchild",
+            ({"ignore_sigterm": True}, {"grandchild": 60}, {"sleep": 60}),
+            "timeout",
+        ),
+        Hostile(
+            "grandchild-outlives-the-host",
+            ({"usage": 5}, WRITE_X, {"grandchild": 60}),
+            "pass",
+            tokens=5,
+            limit_ms=int(DRAIN_S * 1000) + MARGIN_MS,
+        ),
+        Hostile(
+            "invalid-utf8-and-non-json",
+            (
+                {"invalid_utf8": 1000},
+                {"print": "not json {"},
+                {"print": "[1, 2, 3]"},
+                {"print": '{"type": "step_finish", "part": {"tokens": {"total": "many"}}}'},
+                {"print": '{"unterminated": '},
+                {"print": "{" * 50_000 + "}" * 50_000},
+                {"stderr": "\udcff garbage on stderr"},
+                {"usage": 7},
+                WRITE_X,
+            ),
+            "pass",
+            tokens=7,
+        ),
+        Hostile(
+            "killed-by-sigkill",
+            ({"usage": 3}, {"signal": "SIGKILL"}),
+            "infra-error",
+            error="exited SIGKILL",
+        ),
+        Hostile(
+            "aborts-with-sigabrt",
+            ({"signal": "SIGABRT"},),
+            "infra-error",
+            error="exited SIGABRT",
+        ),
+        Hostile(
+            "closes-stdout-then-finishes",
+            ({"usage": 4}, {"close_stdout": True}, {"sleep": 1.0}, WRITE_X),
+            "pass",
+            tokens=4,
+        ),
+        Hostile(
+            "closes-stdout-then-hangs",
+            ({"close_stdout": True}, {"ignore_sigterm": True}, {"sleep": 60}),
+            "timeout",
+        ),
+        Hostile(
+            "escapes-by-symlinks",
+            (
+                {"write": "../escaped.txt", "content": "42\n"},
+                {"symlink": "up", "target": ".."},
+                {"symlink": "abs", "target": str(outside)},
+                {"symlink": "answer.txt", "target": str(outside / "answer.txt")},
+            ),
+            "infra-error",
+            error="path traverses a symbolic link",
+            checks=[
+                {"type": "file-contains", "path": "up/escaped.txt", "pattern": "42"},
+                {"type": "file-exists", "path": "abs/answer.txt"},
+                {"type": "file-contains", "path": "answer.txt", "pattern": "42"},
+                {"type": "file-unchanged", "path": "answer.txt"},
+            ],
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One run of every hostile host."""
+
+    report: RunReport
+    elapsed_s: float
+    outside: Path
+
+
+@pytest.fixture(scope="module")
+def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """Run every hostile host once, concurrently, in one run."""
+    base = tmp_path_factory.mktemp("hostile")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "answer.txt").write_text("42\n")
+    hostiles = _hostiles(outside)
+    project = make_project(
+        base / "project",
+        scenarios=[scenario(h.name, prompt=actions(*h.steps), checks=h.checks) for h in hostiles],
+        eval_extra={"budget": {"trials": 1, "timeoutMs": TIMEOUT_MS, "maxSessions": 50}},
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(process_module, "DEFAULT_GRACE_S", GRACE_S)
+        with isolated_tmpdir(patch, base / "tmp") as tmpdir:
+            started = time.monotonic()
+            report = anyio.run(lambda: run_eval(project, host=StandinHost(), jobs=len(hostiles)))
+            elapsed = time.monotonic() - started
+            assert processes_marked(tmpdir) == []
+            assert run_dirs(tmpdir) == []
+    return Outcome(report, elapsed, outside)
+
+
+HOSTILES = _hostiles(Path("/outside"))
+
+
+def _trial(outcome: Outcome, name: str) -> TrialResult:
+    [trial] = outcome.report.scenarios[name].trials
+    return trial
+
+
+@pytest.mark.parametrize("hostile", HOSTILES, ids=[h.name for h in HOSTILES])
+def test_hostile_host_ends_as_the_right_verdict_in_time(outcome: Outcome, hostile: Hostile) -> None:
+    """The trial gets its verdict within its time limit, and its evidence is sound."""
+    trial = _trial(outcome, hostile.name)
+    assert trial.verdict == hostile.verdict, trial.error
+    assert trial.duration_ms <= hostile.limit_ms
+    if hostile.error is not None:
+        assert trial.error is not None
+        assert hostile.error in trial.error
+    if hostile.tokens is not None:
+        assert trial.tokens == hostile.tokens
+
+
+def test_hostile_run_as_a_whole_is_bounded(outcome: Outcome) -> None:
+    """All hostile trials run concurrently, so the run ends soon after the slowest one."""
+    assert outcome.elapsed_s < (TIMEOUT_MS + MARGIN_MS) / 1000 + GRACE_S + DRAIN_S + 5
+    assert (outcome.outside / "answer.txt").read_text() == "42\n"
+    assert len(list(outcome.outside.iterdir())) == 1
+
+
+def test_symlink_escapes_are_refused_by_every_file_check(outcome: Outcome) -> None:
+    """Checks through '..' or absolute symlinks are errors naming the link, never followed."""
+    trial = _trial(outcome, "escapes-by-symlinks")
+    assert trial.checks is not None
+    causes = [c.evidence.get("cause") for c in trial.checks]
+    assert [c.verdict for c in trial.checks] == ["error"] * 4
+    assert causes == [
+        "path traverses a symbolic link at up",
+        "path traverses a symbolic link at abs",
+        "path traverses a symbolic link at answer.txt",
+        "path traverses a symbolic link at answer.txt",
+    ]
+    assert trial.changed_files == ["abs", "answer.txt", "up"]
+
+
+# -- floods: memory of the engine process, measured in a real CLI subprocess -----------------
+
+GIB = 1024 * 1024 * 1024
+MIB = 1024 * 1024
+
+
+def _peak_rss_kib(tmp_path: Path, project: Path, name: str) -> int:
+    """Run the CLI on ``project`` and return its peak resident memory (KiB)."""
+    rss = tmp_path / f"{name}.rss"
+    run = start_cli(
+        ["run", str(project), "--jobs", "3"],
+        tmp_path,
+        name=name,
+        grace_s=GRACE_S,
+        extra_env={"ATLANTE_TEST_RSS_FILE": str(rss)},
+    )
+    with cleaned_up(run) as cli:
+        assert cli.wait(timeout_s=120) == 0, cli.stderr
+        assert processes_marked(cli.tmpdir) == []
+        assert run_dirs(cli.tmpdir) == []
+    return int(rss.read_text())
+
+
+def test_floods_of_output_keep_engine_memory_bounded(tmp_path: Path) -> None:
+    """1 GiB of lines, 1 GiB without a newline and one 100 MiB line: memory stays bounded."""
+    floods = {
+        "lines-1gib": {"flood": GIB, "newlines": True},
+        "no-newline-1gib": {"flood": GIB},
+        "one-line-100mib": {"flood": 100 * MIB},
+    }
+    flooding = make_project(
+        tmp_path / "flooding",
+        scenarios=[
+            scenario(name, prompt=actions(step, {"usage": 5}, WRITE_X), checks=X_EXISTS)
+            for name, step in floods.items()
+        ],
+        eval_extra={"budget": {"trials": 1, "timeoutMs": 120_000}},
+    )
+    quiet = make_project(
+        tmp_path / "quiet",
+        scenarios=[
+            scenario(name, prompt=actions({"usage": 5}, WRITE_X), checks=X_EXISTS)
+            for name in floods
+        ],
+        eval_extra={"budget": {"trials": 1}},
+    )
+    baseline_kib = _peak_rss_kib(tmp_path, quiet, "quiet")
+    flooded_kib = _peak_rss_kib(tmp_path, flooding, "flooding")
+    [run_dir] = report_dirs(flooding)
+    report = RunReport.model_validate_json((run_dir / "report.json").read_bytes())
+    assert {t.verdict for t in report.all_trials()} == {"pass"}
+    assert {t.tokens for t in report.all_trials()} == {5}
+    # At most one over-long line is buffered per concurrent session (and copied once).
+    bound_kib = baseline_kib + (len(floods) * 2 * MAX_LINE_BYTES + 16 * MIB) // 1024
+    assert flooded_kib < bound_kib, (baseline_kib, flooded_kib)
