@@ -6,8 +6,9 @@ assembles its sandbox, takes a host session from the run-wide session budget,
 waits for one of ``jobs`` session slots, runs the host inside two cancel scopes
 (its timeout and its token budget), grades the sandbox, and is recorded at its
 plan position; its sandbox is removed after its slot is free. With ``jobs`` above
-1, up to ``jobs`` further trials assemble ahead while sessions run. A problem in
-one trial becomes that trial's verdict; it never stops the others.
+1, up to ``jobs`` further trials assemble ahead while sessions run, and finished
+sessions are graded without holding a session slot. A problem in one trial
+becomes that trial's verdict; it never stops the others.
 """
 
 from __future__ import annotations
@@ -90,57 +91,57 @@ class _SessionLedger:
 
 
 class _Slots:
-    """How many trials may hold a host session, and how many may get ready ahead.
+    """How many trials may hold a host session, and how many may work around them.
 
     With ``jobs`` above 1, up to ``jobs`` further trials assemble their sandboxes
-    while the sessions run, so a freed session slot is taken by a trial that is
-    ready: assembly (CPU-bound git and file work) overlaps model latency instead
-    of adding to it. With one job there is a single slot and no preparation
-    ahead, so events follow plan order exactly (the reference's sequence).
+    while the sessions run, and up to ``jobs`` finished sessions are graded
+    without holding a session slot: assembly and grading (CPU-bound git and file
+    work) overlap model latency instead of adding to it. With one job there is a
+    single slot, held from assembly to the verdict, so events follow plan order
+    exactly (the reference's sequence).
     """
 
     def __init__(self, jobs: int) -> None:
-        self.ahead_enabled = jobs > 1
+        self.overlap = jobs > 1
         self.sessions = anyio.CapacityLimiter(max(1, jobs))
-        self.ahead = anyio.CapacityLimiter(jobs) if self.ahead_enabled else self.sessions
+        self.ahead = anyio.CapacityLimiter(jobs) if self.overlap else self.sessions
+        self.grading = anyio.CapacityLimiter(jobs) if self.overlap else self.sessions
 
 
 class _Ticket:
-    """One trial's hold on :class:`_Slots`; always released by :meth:`release`."""
+    """One trial's hold on :class:`_Slots` (one slot at a time); see :meth:`release`."""
 
     def __init__(self, slots: _Slots) -> None:
         self.slots = slots
-        self._ahead = False
-        self._session = False
+        self._held: anyio.CapacityLimiter | None = None
         self.trial_dirs: list[Path] = []
         """Trial directories to remove when the trial is over."""
 
+    async def _move_to(self, limiter: anyio.CapacityLimiter) -> None:
+        if self._held is limiter:
+            return
+        await limiter.acquire()
+        previous, self._held = self._held, limiter
+        if previous is not None:
+            previous.release()
+
     async def take_turn(self) -> None:
         """Take a place among the trials that are getting ready (plan order)."""
-        await self.slots.ahead.acquire()
-        self._ahead = True
-        if not self.slots.ahead_enabled:
-            self._session = True
+        await self._move_to(self.slots.ahead)
 
     async def start_session(self) -> None:
-        """Take a session slot (once) and free the place among those getting ready."""
-        if self._session:
-            return
-        await self.slots.sessions.acquire()
-        self._session = True
-        if self._ahead:
-            self.slots.ahead.release()
-            self._ahead = False
+        """Take a session slot, giving back the place held until now."""
+        await self._move_to(self.slots.sessions)
+
+    async def end_session(self) -> None:
+        """Move from the session slot to a grading slot."""
+        await self._move_to(self.slots.grading)
 
     def release(self) -> None:
         """Give back whatever this trial holds."""
-        if self._session:
-            self.slots.sessions.release()
-            if self.slots.sessions is self.slots.ahead:
-                self._ahead = False
-        if self._ahead:
-            self.slots.ahead.release()
-        self._ahead = self._session = False
+        if self._held is not None:
+            self._held.release()
+            self._held = None
 
 
 def _now() -> str:
@@ -291,7 +292,7 @@ class Engine:
                     took_session = True
                     await ledger.settle(planned.position, took_session=True)
                 await ticket.start_session()
-                result = await self._session(planned, sandbox)
+                result = await self._session(planned, sandbox, ticket)
         except SandboxError as exc:
             kept = exc.trial_dir
             result = TrialResult(
@@ -335,7 +336,9 @@ class Engine:
         except HostError as exc:
             raise SandboxError(str(exc)) from exc
 
-    async def _session(self, planned: PlannedTrial, sandbox: Sandbox) -> TrialResult:
+    async def _session(
+        self, planned: PlannedTrial, sandbox: Sandbox, ticket: _Ticket
+    ) -> TrialResult:
         config = self.plan.config
         context = self._context(planned, sandbox.root, sandbox.state_dir)
         budget_scope = anyio.CancelScope()
@@ -375,6 +378,7 @@ class Engine:
             )
         if end.error is not None:
             return TrialResult(**base, verdict="infra-error", error=end.error)
+        await ticket.end_session()
         return await self._grade(planned, sandbox, base, unmonitored)
 
     async def _grade(
