@@ -11,6 +11,7 @@ how its process ended.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,8 @@ from ..report import model_version_of
 from ..scenarios import Scenario
 
 __all__ = [
+    "COST_CEILING",
+    "TOKEN_CEILING",
     "Host",
     "HostError",
     "SessionEnd",
@@ -30,6 +33,12 @@ __all__ = [
     "model_version_of",
     "run_json_stream",
 ]
+
+
+#: The largest token count a session records (2**53, exact as a float).
+TOKEN_CEILING = 2**53
+#: The largest cost magnitude (USD) a session records.
+COST_CEILING = 1e12
 
 
 class HostError(Exception):
@@ -89,7 +98,13 @@ class SessionUsage:
         self.evidence: dict[str, Any] = {}
 
     def observe_tokens(self, cumulative: int) -> None:
-        """Record the session's cumulative token count so far."""
+        """Record the session's cumulative token count so far.
+
+        A magnitude beyond :data:`TOKEN_CEILING` (only a broken or hostile stream
+        reports one) is recorded as the ceiling, so it still exceeds any real budget
+        and every statistic over it stays a finite float.
+        """
+        cumulative = max(-TOKEN_CEILING, min(cumulative, TOKEN_CEILING))
         self.tokens = cumulative
         if cumulative > self.max_tokens and not self.exceeded:
             self.exceeded = True
@@ -97,8 +112,13 @@ class SessionUsage:
                 self._on_exceeded()
 
     def observe_cost(self, cumulative: float) -> None:
-        """Record the session's cumulative cost (USD) so far."""
-        self.cost = cumulative
+        """Record the session's cumulative cost (USD) so far.
+
+        A non-finite value is ignored and a magnitude beyond :data:`COST_CEILING` is
+        recorded as the ceiling, so sums and means over trials stay finite.
+        """
+        if math.isfinite(cumulative):
+            self.cost = max(-COST_CEILING, min(cumulative, COST_CEILING))
 
     def observe_model(self, model: str, version: str | None = None) -> None:
         """Record the model identity, if none was recorded yet."""

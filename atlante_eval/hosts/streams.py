@@ -79,9 +79,14 @@ def status_reason(status: int) -> str:
 
 
 def _number(value: object) -> float | None:
+    """A finite number, or ``None`` (booleans, non-numbers, NaN, infinities, huge ints)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _status(value: object) -> int | None:
@@ -92,7 +97,8 @@ def _status(value: object) -> int | None:
 
 def _sum(values: list[float | None]) -> int | None:
     present = [v for v in values if v is not None]
-    return round(sum(present)) if present else None
+    total = sum(present)  # floats: an overflow is infinite, never an error
+    return round(total) if present and math.isfinite(total) else None
 
 
 def normalize_tokens(value: object) -> int | None:
