@@ -37,7 +37,9 @@ def tests(session: nox.Session) -> None:
 def realhost(session: nox.Session) -> None:
     """Run only the tests that drive the real claude and opencode CLIs."""
     session.install("-e", ".[dev]")
-    session.run("pytest", "-m", "realhost", *session.posargs, env={"ATLANTE_EVAL_REQUIRE_REAL_HOSTS": "1"})
+    session.run(
+        "pytest", "-m", "realhost", *session.posargs, env={"ATLANTE_EVAL_REQUIRE_REAL_HOSTS": "1"}
+    )
 
 
 @nox.session(python=PYTHON)

@@ -19,7 +19,7 @@ __all__ = [
     "LogFormat",
 ]
 
-#: Trials run at once by default. Model latency dominates a trial, so overlapping a
+#: Host sessions run at once by default. Model latency dominates a trial, so overlapping a
 #: few pays off even on two cores; an OpenCode session also needs ~600 MB and about
 #: a CPU-second, so more than four at once is left to an explicit ``--jobs``.
 DEFAULT_JOBS = 4

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,22 +42,24 @@ class Journal:
 
     def __init__(self, run_dir: Path, *, run_id: str, plan_digest: str) -> None:
         self.path = run_dir / JOURNAL_NAME
+        self._lock = threading.Lock()
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
         self._fd = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
         self._append({"journal": 1, "runId": run_id, "planDigest": plan_digest})
 
     def _append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        view = memoryview(line)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        os.fsync(self._fd)
+        with self._lock:
+            view = memoryview(line)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fsync(self._fd)
 
     def record(
         self, scenario: str, index: int, fingerprint: str | None, result: TrialResult
     ) -> None:
-        """Append one finished trial and flush it to disk."""
+        """Append one finished trial and flush it to disk (safe from worker threads)."""
         self._append(
             {
                 "scenario": scenario,

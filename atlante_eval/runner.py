@@ -134,7 +134,9 @@ class _Progress:
         self.results[planned.position] = result
         name = planned.scenario.name
         if self.journal is not None:
-            self.journal.record(name, planned.index, self.fingerprints.get(name), result)
+            await anyio.to_thread.run_sync(
+                self.journal.record, name, planned.index, self.fingerprints.get(name), result
+            )
         await self._scenario_started(name)
         self.done[name] = self.done.get(name, 0) + 1
         await call_sink(self.sink, TrialFinished(name, planned.index, result))
