@@ -24,6 +24,8 @@ __all__ = [
     "atomic_write",
     "check_below",
     "check_no_symlinks",
+    "check_unchanged",
+    "dir_identity",
     "ensure_gitignore",
     "new_run_id",
     "reserve_run_dir",
@@ -100,6 +102,45 @@ def check_below(anchor: Path, path: Path) -> None:
         current = current / part
         if os.path.islink(current):
             raise PublishError(f"report output path traverses a symbolic link: {current}")
+
+
+def dir_identity(path: Path) -> tuple[int, int]:
+    """Return the device and inode of ``path`` (not followed), to recognise it later.
+
+    Raises:
+        PublishError: ``path`` cannot be inspected.
+    """
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise PublishError(f"cannot inspect {path}: {exc.strerror}") from exc
+    return info.st_dev, info.st_ino
+
+
+def check_unchanged(run_dir: Path, identity: tuple[int, int], *, anchor: Path | None) -> None:
+    """Refuse a run directory that was replaced, or put behind a symlink, since reserved.
+
+    A run takes long; the report path is checked again right before publishing, so
+    a component swapped for a symbolic link meanwhile (or the directory replaced by
+    another one) is refused instead of followed.
+
+    Args:
+        run_dir: the reserved run directory.
+        identity: its :func:`dir_identity` when it was reserved.
+        anchor: as for :func:`reserve_run_dir`.
+
+    Raises:
+        PublishError: the path now traverses a symlink or leads to another directory.
+    """
+    if anchor is not None:
+        check_below(anchor, run_dir)
+    check_no_symlinks(run_dir.parent)
+    try:
+        info = os.lstat(run_dir)
+    except OSError as exc:
+        raise PublishError(f"the run directory disappeared during the run: {run_dir}") from exc
+    if stat.S_ISLNK(info.st_mode) or (info.st_dev, info.st_ino) != identity:
+        raise PublishError(f"report output path changed during the run: {run_dir}")
 
 
 def reserve_run_dir(base: Path, run_id: str, *, anchor: Path | None = None) -> tuple[str, Path]:

@@ -37,6 +37,8 @@ from .plan import Plan, PlannedTrial, make_plan, resolve_budget
 from .publish import (
     PublishError,
     atomic_write,
+    check_unchanged,
+    dir_identity,
     ensure_gitignore,
     new_run_id,
     publish_error,
@@ -198,16 +200,21 @@ def _report_base(suite: Suite, options: RunOptions) -> Path:
     return options.out if options.out is not None else suite.project.root / ".atlante" / "eval"
 
 
-def _reserve(suite: Suite, options: RunOptions, run_id: str) -> tuple[str, Path]:
+def _anchor(suite: Suite, options: RunOptions) -> Path | None:
+    """Below this directory no component of the report path may be a symlink."""
+    return suite.project.root if options.out is None else None
+
+
+def _reserve(suite: Suite, options: RunOptions, run_id: str) -> tuple[str, Path, tuple[int, int]]:
     base = _report_base(suite, options)
     try:
-        anchor = suite.project.root if options.out is None else None
-        run_id, run_dir = reserve_run_dir(base, run_id, anchor=anchor)
+        run_id, run_dir = reserve_run_dir(base, run_id, anchor=_anchor(suite, options))
+        identity = dir_identity(run_dir)
         if options.out is None:
             ensure_gitignore(suite.project.root / ".atlante")
     except PublishError as exc:
         raise publish_error(base, exc) from None
-    return run_id, run_dir
+    return run_id, run_dir, identity
 
 
 def _last_failed(
@@ -342,7 +349,7 @@ async def execute_run(
         else {}
     )
     control = control or RunControl()
-    run_id, run_dir = _reserve(suite, options, new_run_id())
+    run_id, run_dir, run_dir_identity = _reserve(suite, options, new_run_id())
     started_at = _utc_now()
     started = time.monotonic()
     meta = Meta(
@@ -422,6 +429,7 @@ async def execute_run(
             )
             report_path = run_dir / "report.json"
             try:
+                check_unchanged(run_dir, run_dir_identity, anchor=_anchor(suite, options))
                 atomic_write(report_path, report.to_json().encode("utf-8"))
             except PublishError as exc:
                 raise publish_error(run_dir, exc) from None

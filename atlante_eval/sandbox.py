@@ -22,7 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,21 +98,46 @@ def remove_tree(path: Path) -> None:
         shutil.rmtree(path, onerror=on_error)
 
 
-def _copy_file(source: Path, target: Path) -> None:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: Open a directory, never through a symbolic link (ELOOP) and never a non-directory.
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+
+
+def _open_dir_at(dir_fd: int, name: str) -> int:
+    """Open the directory ``name`` in ``dir_fd`` without following a symbolic link.
+
+    Raises:
+        OSError: ``ELOOP`` when ``name`` is a symbolic link (Linux reports
+            ``ENOTDIR`` for it with ``O_DIRECTORY``), ``ENOTDIR`` when it is another
+            non-directory, or why it could not be opened.
+    """
     try:
-        src = os.open(source, flags)
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except NotADirectoryError as exc:
+        try:
+            is_link = stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+        except OSError:
+            is_link = False
+        if is_link:
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name) from exc
+        raise
+
+
+def _copy_file_at(dir_fd: int, name: str, target: Path, where: Path) -> None:
+    """Copy the regular file ``name`` of the directory ``dir_fd`` to ``target``."""
+    flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+    try:
+        src = os.open(name, flags, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise SandboxError(f"fixture contains a symbolic link: {source.name}") from exc
-        raise SandboxError(f"cannot read fixture file {source}: {exc.strerror}") from exc
+            raise SandboxError(f"fixture contains a symbolic link: {name}") from exc
+        raise SandboxError(f"cannot read fixture file {where / name}: {exc.strerror}") from exc
     try:
         info = os.fstat(src)
         if not stat.S_ISREG(info.st_mode):
             return
-        dst = os.open(
-            target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, info.st_mode & 0o777
-        )
+        dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, info.st_mode & 0o777)
         try:
             while chunk := os.read(src, _COPY_CHUNK):
                 os.write(dst, chunk)
@@ -143,6 +168,35 @@ def resolve_fixture(origin_root: Path, relative: str) -> Path:
         raise SandboxError(f"fixture cannot be inspected: {relative} ({exc})") from exc
 
 
+def _open_fixture(origin_root: Path, relative: str) -> int:
+    """Open the fixture directory component by component, never following a symlink.
+
+    :func:`resolve_fixture` checked the path, but a component may be swapped for a
+    symbolic link at any time; walking with directory descriptors makes the
+    fixture that is copied the one that was checked, or fails.
+    """
+    fixture = origin_root / relative
+    current = os.open(origin_root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+    try:
+        for part in split_segments(relative):
+            try:
+                child = _open_dir_at(current, part)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise SandboxError(
+                        f"fixture path traverses a symbolic link: {relative}"
+                    ) from exc
+                if exc.errno == errno.ENOTDIR:
+                    raise SandboxError("fixture is not a directory") from exc
+                raise SandboxError(f"fixture does not exist: {fixture}") from exc
+            os.close(current)
+            current = child
+    except BaseException:
+        os.close(current)
+        raise
+    return current
+
+
 def copy_fixture(fixture: Path, target: Path) -> None:
     """Copy the fixture directory tree into ``target`` (which must not exist).
 
@@ -158,61 +212,145 @@ def copy_fixture(fixture: Path, target: Path) -> None:
         raise SandboxError("fixture must not be a symbolic link")
     if not stat.S_ISDIR(info.st_mode):
         raise SandboxError("fixture is not a directory")
-    target.mkdir()
-    stack = [(fixture, target)]
-    while stack:
-        source_dir, target_dir = stack.pop()
-        try:
-            entries = list(os.scandir(source_dir))
-        except OSError as exc:
-            raise SandboxError(f"cannot read fixture directory {source_dir}: {exc}") from exc
-        for entry in entries:
-            if entry.name in FORBIDDEN_SEGMENTS:
-                raise SandboxError(f"fixture contains a forbidden entry: {entry.name}")
+    try:
+        fd = os.open(fixture, _DIR_FLAGS)
+    except OSError as exc:
+        raise SandboxError("fixture must not be a symbolic link") from exc
+    _copy_tree_at(fd, target, fixture)
+
+
+def _list_dir(fd: int, where: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(fd) as entries:
+            return list(entries)
+    except OSError as exc:
+        raise SandboxError(f"cannot read fixture directory {where}: {exc}") from exc
+
+
+def _copy_tree_at(root_fd: int, target: Path, where: Path) -> None:
+    """Copy the directory open as ``root_fd`` (closed here) into a new ``target``.
+
+    Every directory is entered through a descriptor opened with ``O_NOFOLLOW``
+    relative to its parent's, and every file is opened the same way, so an entry
+    swapped for a symbolic link while the copy runs is refused, never followed.
+    At most one descriptor per directory level is open.
+    """
+    stack: list[tuple[int, Iterator[os.DirEntry[str]], Path, Path]] = []
+    owned = True  # root_fd is closed here until the stack takes it over
+    try:
+        target.mkdir()
+        stack.append((root_fd, iter(_list_dir(root_fd, where)), target, where))
+        owned = False
+        while stack:
+            fd, entries, target_dir, source_dir = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                os.close(fd)
+                stack.pop()
+                continue
+            name = entry.name
+            if name in FORBIDDEN_SEGMENTS:
+                raise SandboxError(f"fixture contains a forbidden entry: {name}")
             if entry.is_symlink():
-                raise SandboxError(f"fixture contains a symbolic link: {entry.name}")
-            destination = target_dir / entry.name
+                raise SandboxError(f"fixture contains a symbolic link: {name}")
+            destination = target_dir / name
             if entry.is_dir(follow_symlinks=False):
-                destination.mkdir()
-                stack.append((Path(entry.path), destination))
+                try:
+                    child = _open_dir_at(fd, name)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise SandboxError(f"fixture contains a symbolic link: {name}") from exc
+                    raise SandboxError(
+                        f"cannot read fixture directory {source_dir / name}: {exc}"
+                    ) from exc
+                try:
+                    destination.mkdir()
+                    listing = _list_dir(child, source_dir / name)
+                except BaseException:
+                    os.close(child)
+                    raise
+                stack.append((child, iter(listing), destination, source_dir / name))
             elif entry.is_file(follow_symlinks=False):
-                _copy_file(Path(entry.path), destination)
+                _copy_file_at(fd, name, destination, source_dir)
+    finally:
+        if owned:
+            os.close(root_fd)
+        for fd, *_rest in stack:
+            os.close(fd)
+
+
+def _collision(path: str) -> SandboxError:
+    return SandboxError(
+        f"fixture file collides with a verified native output at {path}; "
+        "rename or remove it in the fixture"
+    )
 
 
 def write_native_outputs(native: NativeOutputs, root: Path) -> None:
     """Write each verified native file at its manifest path with exclusive create.
 
+    Parents are created and entered through descriptors opened with
+    ``O_NOFOLLOW``, so nothing is ever written through a symbolic link, even one
+    planted while the files are written.
+
     Raises:
         SandboxError: a fixture file already sits at a native path, or a path
             component is a symbolic link.
     """
-    for item in native.files:
-        try:
-            target = resolve_no_follow(root, item.path)
-        except UnsafePathError as exc:
-            raise SandboxError(f"cannot write native output {item.path}: {exc}") from exc
-        current = root
-        for part in split_segments(item.path)[:-1]:
-            current = current / part
-            if os.path.isdir(current) and not os.path.islink(current):
-                continue
+    try:
+        root_fd = os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        raise SandboxError(f"cannot write native outputs: {exc.strerror}") from exc
+    try:
+        for item in native.files:
+            _write_native_at(root_fd, item.path, item.content)
+    finally:
+        os.close(root_fd)
+
+
+def _write_native_at(root_fd: int, path: str, content: bytes) -> None:
+    parts = split_segments(path)
+    if not parts or ".." in parts or path[0] in "/\\":
+        raise SandboxError(f"cannot write native output {path}: unsafe path")
+    opened: list[int] = []
+    fd = root_fd
+    try:
+        for index, part in enumerate(parts[:-1]):
             try:
-                current.mkdir()
-            except OSError:
-                raise SandboxError(
-                    f"fixture file collides with a verified native output at {item.path}; "
-                    "rename or remove it in the fixture"
-                ) from None
+                os.mkdir(part, dir_fd=fd)
+            except FileExistsError:
+                pass  # an existing directory is entered below; anything else is refused there
+            except OSError as exc:
+                raise SandboxError(f"cannot write native output {path}: {exc.strerror}") from exc
+            try:
+                fd = _open_dir_at(fd, part)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    shown = "/".join(parts[: index + 1])
+                    raise SandboxError(
+                        f"cannot write native output {path}: "
+                        f"path traverses a symbolic link at {shown}"
+                    ) from exc
+                if exc.errno == errno.ENOTDIR:
+                    raise _collision(path) from exc
+                raise SandboxError(f"cannot write native output {path}: {exc.strerror}") from exc
+            opened.append(fd)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
         try:
-            with open(target, "xb") as handle:
-                handle.write(item.content)
+            out = os.open(parts[-1], flags, 0o666, dir_fd=fd)
         except FileExistsError:
-            raise SandboxError(
-                f"fixture file collides with a verified native output at {item.path}; "
-                "rename or remove it in the fixture"
-            ) from None
+            raise _collision(path) from None
         except OSError as exc:
-            raise SandboxError(f"cannot write native output {item.path}: {exc.strerror}") from exc
+            raise SandboxError(f"cannot write native output {path}: {exc.strerror}") from exc
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(out, view) :]
+        finally:
+            os.close(out)
+    finally:
+        for each in opened:
+            os.close(each)
 
 
 def file_digest(root: Path, relative: str) -> str | None:
@@ -345,6 +483,8 @@ def _fresh_dir(run_root: Path, name: str) -> Path:
 def _assemble_files(scenario: Scenario, native: NativeOutputs, root: Path, state: Path) -> None:
     """Copy the fixture, write the native outputs and create the state directory."""
     state.mkdir()
-    fixture = resolve_fixture(scenario.origin.root, scenario.document.task.fixture)
-    copy_fixture(fixture, root)
+    relative = scenario.document.task.fixture
+    fixture = resolve_fixture(scenario.origin.root, relative)
+    fd = _open_fixture(scenario.origin.root, relative)
+    _copy_tree_at(fd, root, fixture)
     write_native_outputs(native, root)
