@@ -14,12 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from .choices import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn
 from .diagnostics import Diagnostic, warning
-from .report import RunReport, ScenarioResult
+from .report import OutputModel, RunReport, ScenarioResult
 from .results import statistics_of
 from .stats import (
     ComparisonVerdict,
@@ -56,17 +53,7 @@ PLANNING_POWER = 0.8
 _SEARCH_CAP = 1_000_000
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        use_attribute_docstrings=True,
-    )
-
-
-class Side(_Model):
+class Side(OutputModel):
     """One report's trials of one scenario (or pooled over the common scenarios)."""
 
     passed: int
@@ -85,7 +72,7 @@ class Side(_Model):
     """Wilson score interval of ``passRate`` at the run's confidence."""
 
 
-class Comparison(_Model):
+class Comparison(OutputModel):
     """BASE against HEAD for one scenario, or overall."""
 
     base: Side
@@ -106,7 +93,7 @@ class Comparison(_Model):
     """For ``inconclusive``: graded trials per side that would likely decide, else null."""
 
 
-class RunInfo(_Model):
+class RunInfo(OutputModel):
     """What identifies one side's run."""
 
     path: str
@@ -127,7 +114,7 @@ class RunInfo(_Model):
     """Trials per scenario the run was configured with."""
 
 
-class CompareSettings(_Model):
+class CompareSettings(OutputModel):
     """The decision rule's parameters."""
 
     alpha: float
@@ -146,7 +133,7 @@ class CompareSettings(_Model):
     """Always ``graded``: executed trials minus infra-errors."""
 
 
-class CompareWarning(_Model):
+class CompareWarning(OutputModel):
     """A difference between the two runs that weakens the comparison."""
 
     code: str
@@ -159,7 +146,7 @@ class CompareWarning(_Model):
     """HEAD's value, when it is one value."""
 
 
-class CompareResult(_Model):
+class CompareResult(OutputModel):
     """The whole comparison: the ``compare --json`` document (see docs/cli.md)."""
 
     format_version: int

@@ -21,6 +21,7 @@ __all__ = [
     "Meta",
     "MetaConfig",
     "OriginInfo",
+    "OutputModel",
     "RunReport",
     "ScenarioResult",
     "ScenarioStatistics",
@@ -45,7 +46,9 @@ def model_version_of(model: str) -> str:
     return version.split("#", 1)[0]
 
 
-class _ReportModel(BaseModel):
+class OutputModel(BaseModel):
+    """Base of every JSON document this tool writes: frozen, camelCase keys, no extras."""
+
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
@@ -56,7 +59,7 @@ class _ReportModel(BaseModel):
     )
 
 
-class CheckResult(_ReportModel):
+class CheckResult(OutputModel):
     """One check's outcome and its evidence."""
 
     index: int
@@ -71,7 +74,7 @@ class CheckResult(_ReportModel):
     """Time the check took (additive)."""
 
 
-class TrialAttempt(_ReportModel):
+class TrialAttempt(OutputModel):
     """An earlier attempt of a trial that ended in ``infra-error`` and was retried."""
 
     verdict: Verdict
@@ -82,7 +85,7 @@ class TrialAttempt(_ReportModel):
     """Its error text."""
 
 
-class TrialResult(_ReportModel):
+class TrialResult(OutputModel):
     """One trial of one scenario."""
 
     i: int
@@ -121,14 +124,14 @@ class TrialResult(_ReportModel):
     """Reused from an earlier run with ``--resume`` (additive)."""
 
 
-class Spread(_ReportModel):
+class Spread(OutputModel):
     """Spread of trial durations."""
 
     duration_p95_ms: int
     """Nearest-rank 95th percentile of executed trials' durations."""
 
 
-class ScenarioStatistics(_ReportModel):
+class ScenarioStatistics(OutputModel):
     """Statistics of one scenario's trials (additive; see docs/statistics.md)."""
 
     executed: int
@@ -163,7 +166,7 @@ class ScenarioStatistics(_ReportModel):
     """Total cost divided by passing trials (``None`` when none passed or no cost)."""
 
 
-class OriginInfo(_ReportModel):
+class OriginInfo(OutputModel):
     """Where a scenario came from."""
 
     kind: Literal["project", "package"]
@@ -174,7 +177,7 @@ class OriginInfo(_ReportModel):
     """Pack package version."""
 
 
-class ScenarioResult(_ReportModel):
+class ScenarioResult(OutputModel):
     """One scenario's trials and statistics."""
 
     trials: list[TrialResult]
@@ -206,7 +209,7 @@ class ScenarioResult(_ReportModel):
     """The scenario's description."""
 
 
-class MetaConfig(_ReportModel):
+class MetaConfig(OutputModel):
     """The resolved run budget."""
 
     trials: int
@@ -223,7 +226,7 @@ class MetaConfig(_ReportModel):
     """Default command-check timeout."""
 
 
-class Totals(_ReportModel):
+class Totals(OutputModel):
     """Run-wide totals (additive)."""
 
     trials: int
@@ -236,7 +239,7 @@ class Totals(_ReportModel):
     """Sum of reported cost."""
 
 
-class Meta(_ReportModel):
+class Meta(OutputModel):
     """Run metadata."""
 
     atlante: str
@@ -279,7 +282,7 @@ class Meta(_ReportModel):
     """Set when the run was interrupted or failed part-way (additive)."""
 
 
-class RunReport(_ReportModel):
+class RunReport(OutputModel):
     """A run report (``report.json``)."""
 
     run_id: str

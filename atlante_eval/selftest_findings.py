@@ -18,13 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from .diagnostics import Diagnostic, Location, error, warning
 from .jsondoc import locate_pointers
 from .plan import Plan
-from .report import CheckResult, TrialResult, Verdict
+from .report import CheckResult, OutputModel, TrialResult, Verdict
 from .scenarios import Check, CommandCheck, DiffAllowlistCheck, FileContainsCheck, Scenario
 from .solutions import (
     Solution,
@@ -57,17 +54,7 @@ REFERENCE_TRIAL = 1
 _OUTPUT_CHARS = 600
 
 
-class _SelftestModel(BaseModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        use_attribute_docstrings=True,
-    )
-
-
-class AgentOutcome(_SelftestModel):
+class AgentOutcome(OutputModel):
     """What one stand-in agent's trial came to."""
 
     verdict: Verdict
@@ -80,7 +67,7 @@ class AgentOutcome(_SelftestModel):
     """The trial's error text (setup failure, solution not applied, ...)."""
 
 
-class ScenarioSelftest(_SelftestModel):
+class ScenarioSelftest(OutputModel):
     """The selftest's judgement of one scenario."""
 
     ok: bool
@@ -97,7 +84,7 @@ class ScenarioSelftest(_SelftestModel):
     """Codes of the diagnostics about this scenario, errors and warnings."""
 
 
-class SelftestResult(_SelftestModel):
+class SelftestResult(OutputModel):
     """The analysis of a selftest run (``selftest.json`` beside ``report.json``)."""
 
     ok: bool
