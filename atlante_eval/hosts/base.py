@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,3 +217,35 @@ async def run_json_stream(
     return await run_process(
         argv, cwd=cwd, env=env, stdin=stdin, on_line=on_line, capture_bytes=capture_bytes
     )
+
+
+class CliHost:
+    """What the built-in hosts share: an executable found on PATH and a parent environment.
+
+    Subclasses set ``_path`` and ``_version`` in :meth:`probe`.
+    """
+
+    def __init__(self, binary: str, *, env: Mapping[str, str] | None = None) -> None:
+        """Create an unprobed host.
+
+        Args:
+            binary: the executable, looked up on PATH unless it is a path.
+            env: the parent environment to use instead of ``os.environ`` (tests).
+        """
+        self._binary = binary
+        self._env = env
+        self._path: str | None = None
+        self._version: str | None = None
+
+    @property
+    def version(self) -> str | None:
+        """The probed version."""
+        return self._version
+
+    @property
+    def executable(self) -> str | None:
+        """The absolute path of the probed executable."""
+        return self._path
+
+    def _parent_env(self) -> Mapping[str, str]:
+        return os.environ if self._env is None else self._env

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..diagnostics import DiagnosticError, error
 from ..paths import UnsafePathError, resolve_no_follow
-from .base import HostError, SessionEnd, SessionUsage, TrialContext, run_json_stream
+from .base import CliHost, HostError, SessionEnd, SessionUsage, TrialContext, run_json_stream
 from .credentials import (
     CLAUDE_AUTH_ENV,
     ClaudeAuthMode,
@@ -100,7 +100,7 @@ def _write_json(path: Path, value: Mapping[str, Any], mode: int = 0o644) -> None
         handle.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
-class ClaudeCodeHost:
+class ClaudeCodeHost(CliHost):
     """Runs trials on the Claude Code CLI."""
 
     name = "claude-code"
@@ -110,35 +110,14 @@ class ClaudeCodeHost:
     ignored_changes: Sequence[str] = ()
 
     def __init__(self, binary: str = "claude", *, env: Mapping[str, str] | None = None) -> None:
-        """Create an unprobed host.
-
-        Args:
-            binary: the executable, looked up on PATH unless it is a path.
-            env: the parent environment to use instead of ``os.environ`` (tests).
-        """
-        self._binary = binary
-        self._env = env
-        self._path: str | None = None
-        self._version: str | None = None
+        """Create an unprobed host (``binary`` looked up on PATH; ``env`` for tests)."""
+        super().__init__(binary, env=env)
         self._auth_mode: ClaudeAuthMode | None = None
-
-    @property
-    def version(self) -> str | None:
-        """The probed version, e.g. ``2.1.332``."""
-        return self._version
 
     @property
     def auth_mode(self) -> ClaudeAuthMode | None:
         """How the host authenticates (``api-key``, ``oauth``, ``auth-status``, ...)."""
         return self._auth_mode
-
-    @property
-    def executable(self) -> str | None:
-        """The absolute path of the probed executable."""
-        return self._path
-
-    def _parent_env(self) -> Mapping[str, str]:
-        return os.environ if self._env is None else self._env
 
     async def probe(self) -> None:
         """Probe the version (once per run) and the credential mode.

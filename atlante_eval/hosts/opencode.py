@@ -16,12 +16,11 @@ there, because OpenCode merges that variable over the sandbox configuration.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..diagnostics import DiagnosticError, error
-from .base import HostError, SessionEnd, SessionUsage, TrialContext, run_json_stream
+from .base import CliHost, HostError, SessionEnd, SessionUsage, TrialContext, run_json_stream
 from .credentials import (
     CredentialsError,
     copy_private_file,
@@ -92,44 +91,23 @@ _UNAUTHENTICATED_NEXT = (
 )
 
 
-class OpenCodeHost:
+class OpenCodeHost(CliHost):
     """Runs trials on the OpenCode CLI."""
 
     name = "opencode"
     ignored_changes: Sequence[str] = OPENCODE_IGNORED_CHANGES
 
     def __init__(self, binary: str = "opencode", *, env: Mapping[str, str] | None = None) -> None:
-        """Create an unprobed host.
-
-        Args:
-            binary: the executable, looked up on PATH unless it is a path.
-            env: the parent environment to use instead of ``os.environ`` (tests).
-        """
-        self._binary = binary
-        self._env = env
-        self._path: str | None = None
-        self._version: str | None = None
+        """Create an unprobed host (``binary`` looked up on PATH; ``env`` for tests)."""
+        super().__init__(binary, env=env)
         self._dialect: Dialect | None = None
         self._auth_json: Path | None = None
         self._database: Path | None = None
 
     @property
-    def version(self) -> str | None:
-        """The probed version, e.g. ``1.18.33``."""
-        return self._version
-
-    @property
     def dialect(self) -> Dialect | None:
         """``v1`` or ``v2`` once probed."""
         return self._dialect
-
-    @property
-    def executable(self) -> str | None:
-        """The absolute path of the probed executable."""
-        return self._path
-
-    def _parent_env(self) -> Mapping[str, str]:
-        return os.environ if self._env is None else self._env
 
     async def probe(self) -> None:
         """Probe the version (once per run) and the stored credentials.
