@@ -20,7 +20,17 @@ from .._version import __version__
 if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
 
-__all__ = ["PathArg", "app", "color", "guarded", "main", "print_diagnostics", "print_json"]
+__all__ = [
+    "OutOption",
+    "PathArg",
+    "app",
+    "color",
+    "guarded",
+    "main",
+    "positive_int",
+    "print_diagnostics",
+    "print_json",
+]
 
 app = typer.Typer(
     name="atlante-eval",
@@ -40,6 +50,38 @@ PathArg = Annotated[
         show_default=False,
     ),
 ]
+
+
+OutOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        metavar="DIR",
+        help="Report base directory (default <project>/.atlante/eval).",
+        show_default=False,
+    ),
+]
+
+
+def positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> int | None:
+    """Parse an integer option (``--jobs``, ``--retry-infra``) into a diagnostic on error."""
+    from ..diagnostics import DiagnosticError, error
+
+    if raw is None:
+        return None
+    text = raw.strip()
+    value = int(text) if text.isascii() and text.isdigit() else -1
+    if value < (0 if allow_zero else 1):
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"{flag} must be a {'non-negative' if allow_zero else 'positive'} integer, "
+                    f"got {raw}",
+                )
+            ]
+        )
+    return value
 
 
 def color(stream: object) -> bool:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..choices import LogFormat
-from .app import PathArg, app, color, guarded, print_diagnostics
+from .app import OutOption, PathArg, app, color, guarded, positive_int, print_diagnostics
 
 if TYPE_CHECKING:
     import anyio
@@ -54,15 +54,7 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the report JSON instead of the summary.")
     ] = False,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            metavar="DIR",
-            help="Report base directory (default <project>/.atlante/eval).",
-            show_default=False,
-        ),
-    ] = None,
+    out: OutOption = None,
     keep: Annotated[
         bool,
         typer.Option("--keep", help="Keep trial sandboxes; their paths are printed and recorded."),
@@ -138,11 +130,11 @@ def run(
         options = run_options(
             scenarios=scenario,
             trials=trials,
-            jobs=_positive_int("--jobs", jobs),
+            jobs=positive_int("--jobs", jobs),
             out=out,
             keep=keep,
             pass_env=pass_env,
-            retry_infra=_positive_int("--retry-infra", retry_infra, allow_zero=True) or 0,
+            retry_infra=positive_int("--retry-infra", retry_infra, allow_zero=True) or 0,
             resume=resume,
             shard=shard,
             last_failed=last_failed,
@@ -150,26 +142,6 @@ def run(
         return anyio.run(_run_async, path, options, as_json, junit)
 
     raise typer.Exit(guarded(action))
-
-
-def _positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> int | None:
-    from ..diagnostics import DiagnosticError, error
-
-    if raw is None:
-        return None
-    text = raw.strip()
-    value = int(text) if text.isascii() and text.isdigit() else -1
-    if value < (0 if allow_zero else 1):
-        raise DiagnosticError(
-            [
-                error(
-                    "invalid-option",
-                    f"{flag} must be a {'non-negative' if allow_zero else 'positive'} integer, "
-                    f"got {raw}",
-                )
-            ]
-        )
-    return value
 
 
 async def _run_async(

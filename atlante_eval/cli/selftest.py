@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..choices import DEFAULT_SELFTEST_JOBS
-from .app import PathArg, app, guarded, print_diagnostics
+from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
 
 if TYPE_CHECKING:
     from ..report import TrialResult
@@ -27,19 +27,6 @@ if TYPE_CHECKING:
     )
 
 __all__ = ["render_selftest", "selftest"]
-
-
-def _jobs(raw: str | None) -> int | None:
-    from ..diagnostics import DiagnosticError, error
-
-    if raw is None:
-        return None
-    text = raw.strip()
-    if not (text.isascii() and text.isdigit() and int(text) >= 1):
-        raise DiagnosticError(
-            [error("invalid-option", f"--jobs must be a positive integer, got {raw}")]
-        )
-    return int(text)
 
 
 def _agent_cell(outcome: AgentOutcome | None, checks: int, missing: str) -> str:
@@ -130,15 +117,7 @@ def selftest(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the selftest analysis as JSON.")
     ] = False,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            metavar="DIR",
-            help="Report base directory (default <project>/.atlante/eval).",
-            show_default=False,
-        ),
-    ] = None,
+    out: OutOption = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the trial sandboxes.")] = False,
     jobs: Annotated[
         str | None,
@@ -172,7 +151,7 @@ def selftest(
                 path,
                 scenarios=tuple(scenario or ()),
                 solutions=solutions,
-                jobs=_jobs(jobs),
+                jobs=positive_int("--jobs", jobs),
                 out=out,
                 keep=keep,
                 on_trial=_progress,
