@@ -78,6 +78,7 @@ async def _command(check: CommandCheck, ctx: CheckContext) -> tuple[CheckVerdict
         env=allowed_env(),
         timeout_s=check.timeout_ms / 1000,
         capture_bytes=_MATCH_BYTES,
+        sweep=True,  # servers a check starts in the background must not outlive it
     )
     if result.spawn_error:
         return "error", {"run": check.run, "cause": result.spawn_error}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -28,6 +29,7 @@ import anyio.lowlevel
 __all__ = [
     "DEFAULT_GRACE_S",
     "MAX_LINE_BYTES",
+    "SWEEP_ENV",
     "HeadBuffer",
     "ProcessResult",
     "TailBuffer",
@@ -44,8 +46,12 @@ _DRAIN_S = 2.0
 _CHUNK = 64 * 1024
 
 
+#: Environment variable that marks every process of a swept :func:`run_process` call.
+SWEEP_ENV = "ATLANTE_EVAL_PROCESS"
+
+
 class _LiveGroups:
-    """Process groups started by :func:`run_process` that are still alive.
+    """Process groups (and sweep markers) started by :func:`run_process`, still alive.
 
     The one piece of process-wide state in this package: a second Ctrl-C must
     kill every host process group at once, without waiting for the engine.
@@ -53,11 +59,63 @@ class _LiveGroups:
 
     def __init__(self) -> None:
         self.pids: set[int] = set()
+        self.markers: set[str] = set()
 
     def kill_all(self) -> None:
         for pid in list(self.pids):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
+        for marker in list(self.markers):
+            _sweep(marker)
+
+
+def _carries(pid: str, item: bytes) -> bool:
+    """Whether process ``pid`` started with ``item`` in its environment (Linux ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return item in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _sweep(marker: str) -> int:
+    """SIGKILL every process (but this one) whose environment carries ``marker``.
+
+    Finds descendants that left their process group (``setsid`` daemons, double
+    forks) and so survive the group's SIGKILL. Each process is signalled through a
+    pidfd after its environment is read again, so a reused pid is never hit.
+    Returns how many were killed. Does nothing where ``/proc`` is missing.
+    """
+    item = f"{SWEEP_ENV}={marker}".encode()
+    try:
+        candidates = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return 0
+    own = str(os.getpid())
+    killed = 0
+    pidfd_open = getattr(os, "pidfd_open", None)
+    send = getattr(signal, "pidfd_send_signal", None)
+    for pid in candidates:
+        if pid == own or not _carries(pid, item):
+            continue
+        if pidfd_open is None or send is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(pid), signal.SIGKILL)
+                killed += 1
+            continue
+        try:
+            pidfd = pidfd_open(int(pid))
+        except OSError:
+            continue
+        try:
+            if _carries(pid, item):
+                send(pidfd, signal.SIGKILL)
+                killed += 1
+        except OSError:
+            pass
+        finally:
+            os.close(pidfd)
+    return killed
 
 
 _LIVE = _LiveGroups()
@@ -333,6 +391,7 @@ async def run_process(
     capture_bytes: int = 64 * 1024,
     stdout_head_bytes: int | None = None,
     grace_s: float | None = None,
+    sweep: bool = False,
 ) -> ProcessResult:
     """Run ``argv`` without a shell in its own process group and wait for it.
 
@@ -352,6 +411,10 @@ async def run_process(
             process (``aborted``) once more than this many arrived.
         grace_s: time between SIGTERM and SIGKILL (default :data:`DEFAULT_GRACE_S`,
             read at call time).
+        sweep: mark the child's environment with a fresh :data:`SWEEP_ENV` value
+            and, once the group is ended, also kill every process still carrying
+            it: descendants that left the process group (daemons). Best effort
+            (Linux ``/proc``; a program that drops the variable escapes it).
 
     Cancellation of the caller ends the process group the same way (shielded) and
     re-raises the cancellation.
@@ -364,6 +427,8 @@ async def run_process(
         else TailBuffer(capture_bytes)
     )
     stderr_tail = TailBuffer(capture_bytes)
+    marker = secrets.token_hex(16) if sweep else None
+    child_env = dict(env) if marker is None else {**env, SWEEP_ENV: marker}
     pipes = _Pipes(with_stdin=stdin is not None)
     stdin_fd = pipes.stdin_read if pipes.stdin_read is not None else subprocess.DEVNULL
     try:
@@ -373,7 +438,7 @@ async def run_process(
                 _spawn,
                 list(argv),
                 cwd,
-                dict(env),
+                child_env,
                 (stdin_fd, pipes.stdout_write, pipes.stderr_write),
             )
     except OSError as exc:
@@ -392,6 +457,8 @@ async def run_process(
         raise
     pipes.close_child_ends()
     _LIVE.pids.add(process.pid)
+    if marker is not None:
+        _LIVE.markers.add(marker)
     abort = anyio.Event()
     done = (anyio.Event(), anyio.Event())
     timed_out = False
@@ -435,6 +502,9 @@ async def run_process(
             with anyio.move_on_after(DEFAULT_GRACE_S):
                 await _wait(process)
             _LIVE.pids.discard(process.pid)
+            if marker is not None:
+                await anyio.to_thread.run_sync(_sweep, marker)
+                _LIVE.markers.discard(marker)
     return ProcessResult(
         returncode=process.returncode,
         timed_out=timed_out,

@@ -20,9 +20,11 @@ Actions (each a one-key object, or with extra keys as noted):
   {"event": OBJECT}                     print OBJECT as one JSON line
   {"print": TEXT} / {"stderr": TEXT}    raw line to stdout / stderr
   {"flood": BYTES, "newlines": BOOL}    print BYTES bytes (no newline unless asked)
+  {"flood": BYTES, "json": true}        print BYTES bytes of ~1 KiB JSON text events
   {"invalid_utf8": COUNT}               print invalid UTF-8 bytes and a newline
   {"ignore_sigterm": true}
   {"grandchild": SECONDS}               fork a child that sleeps holding stdout open
+  {"daemon": SECONDS}                   double-fork a daemon (own session, no stdio) that sleeps
   {"close_stdout": true}                close stdout and keep running
   {"signal": "SIGKILL"}                 kill itself with a signal
   {"env_dump": PATH}                    write the environment as JSON to PATH
@@ -104,7 +106,10 @@ def perform(action: dict[str, object]) -> int | None:
         sys.stderr.write(str(action["stderr"]) + "\n")
         sys.stderr.flush()
     elif "flood" in action:
-        flood(int(action["flood"]), newlines=bool(action.get("newlines")))  # type: ignore[call-overload]
+        if action.get("json"):
+            flood_json(int(action["flood"]))  # type: ignore[call-overload]
+        else:
+            flood(int(action["flood"]), newlines=bool(action.get("newlines")))  # type: ignore[call-overload]
     elif "invalid_utf8" in action:
         sys.stdout.buffer.write(b"\xff\xfe\xfd" * int(action["invalid_utf8"]) + b"\n")  # type: ignore[call-overload]
         sys.stdout.flush()
@@ -114,6 +119,8 @@ def perform(action: dict[str, object]) -> int | None:
         if os.fork() == 0:
             time.sleep(float(action["grandchild"]))  # type: ignore[arg-type]
             os._exit(0)
+    elif "daemon" in action:
+        daemon(float(action["daemon"]))  # type: ignore[arg-type]
     elif "close_stdout" in action:
         sys.stdout.flush()
         os.close(1)
@@ -127,6 +134,25 @@ def perform(action: dict[str, object]) -> int | None:
         sys.stdout.flush()
         return int(action["exit"])  # type: ignore[call-overload]
     return None
+
+
+def daemon(seconds: float) -> None:
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            time.sleep(seconds)
+        os._exit(0)
+
+
+def flood_json(count: int) -> None:
+    line = (json.dumps({"type": "text", "part": {"text": "x" * 990}}) + "\n").encode()
+    out = sys.stdout.buffer
+    for _ in range(max(1, count // len(line))):
+        out.write(line)
+    out.flush()
 
 
 def flood(count: int, *, newlines: bool) -> None:

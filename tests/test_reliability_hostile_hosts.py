@@ -1,13 +1,15 @@
 """Hostile hosts: each ends as the right verdict, in bounded time and memory, leaving nothing.
 
 The stand-in host plays every misbehaviour as a real subprocess: ignoring SIGTERM,
-grandchildren that outlive it holding its stdout, floods of output, invalid UTF-8
-and non-JSON, death by a signal, closing stdout and carrying on, and symlinks out
-of the sandbox that checks must refuse to follow.
+grandchildren that outlive it holding its stdout, daemons that leave its process
+group, floods of output, invalid UTF-8 and non-JSON, death by a signal, closing
+stdout and carrying on, and symlinks out of the sandbox that checks must refuse to
+follow. After the run no process of it may be left.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +41,17 @@ DRAIN_S = 2.0
 MARGIN_MS = 2500
 
 X_EXISTS = [{"type": "file-exists", "path": "x.txt"}]
+#: A program that double-forks a daemon (own session, no stdio) and exits at once.
+DAEMON = (
+    "import os, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        null = os.open(os.devnull, os.O_RDWR)\n"
+    "        [os.dup2(null, fd) for fd in (0, 1, 2)]\n"
+    "        time.sleep(60)\n"
+    "    os._exit(0)\n"
+)
 WRITE_X = {"write": "x.txt", "content": "done\n"}
 
 
@@ -76,6 +89,18 @@ def _hostiles(outside: Path) -> list[Hostile]:
             "pass",
             tokens=5,
             limit_ms=int(DRAIN_S * 1000) + MARGIN_MS,
+        ),
+        Hostile(
+            "daemon-outlives-the-host",
+            ({"daemon": 60}, {"usage": 2}, WRITE_X),
+            "pass",
+            tokens=2,
+        ),
+        Hostile(
+            "check-starts-a-daemon",
+            ({"usage": 2}, WRITE_X),
+            "pass",
+            checks=[*X_EXISTS, {"type": "command", "run": [sys.executable, "-c", DAEMON]}],
         ),
         Hostile(
             "invalid-utf8-and-non-json",

@@ -215,7 +215,13 @@ async def run_json_stream(
         return False
 
     return await run_process(
-        argv, cwd=cwd, env=env, stdin=stdin, on_line=on_line, capture_bytes=capture_bytes
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        on_line=on_line,
+        capture_bytes=capture_bytes,
+        sweep=True,  # an agent's daemons must not outlive its session
     )
 
 
