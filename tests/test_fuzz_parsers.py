@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from atlante_eval.suite import load_suite
 from tests.reports import meta
 
 FUZZ = settings(
-    max_examples=120,
+    max_examples=int(os.environ.get("ATLANTE_FUZZ_EXAMPLES", "120")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
