@@ -65,28 +65,29 @@ class _LiveGroups:
         for pid in list(self.pids):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
-        for marker in list(self.markers):
-            _sweep(marker)
+        _sweep(*self.markers)
 
 
-def _carries(pid: str, item: bytes) -> bool:
-    """Whether process ``pid`` started with ``item`` in its environment (Linux ``/proc``)."""
+def _carries(pid: str, items: frozenset[bytes]) -> bool:
+    """Whether process ``pid`` started with one of ``items`` in its environment (``/proc``)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
-            return item in handle.read().split(b"\0")
+            return not items.isdisjoint(handle.read().split(b"\0"))
     except OSError:
         return False
 
 
-def _sweep(marker: str) -> int:
-    """SIGKILL every process (but this one) whose environment carries ``marker``.
+def _sweep(*markers: str) -> int:
+    """SIGKILL every process (but this one) whose environment carries one of ``markers``.
 
     Finds descendants that left their process group (``setsid`` daemons, double
     forks) and so survive the group's SIGKILL. Each process is signalled through a
     pidfd after its environment is read again, so a reused pid is never hit.
     Returns how many were killed. Does nothing where ``/proc`` is missing.
     """
-    item = f"{SWEEP_ENV}={marker}".encode()
+    if not markers:
+        return 0
+    items = frozenset(f"{SWEEP_ENV}={marker}".encode() for marker in markers)
     try:
         candidates = [name for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
@@ -96,7 +97,7 @@ def _sweep(marker: str) -> int:
     pidfd_open = getattr(os, "pidfd_open", None)
     send = getattr(signal, "pidfd_send_signal", None)
     for pid in candidates:
-        if pid == own or not _carries(pid, item):
+        if pid == own or not _carries(pid, items):
             continue
         if pidfd_open is None or send is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -108,7 +109,7 @@ def _sweep(marker: str) -> int:
         except OSError:
             continue
         try:
-            if _carries(pid, item):
+            if _carries(pid, items):
                 send(pidfd, signal.SIGKILL)
                 killed += 1
         except OSError:

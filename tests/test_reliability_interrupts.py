@@ -34,8 +34,9 @@ GRACE_S = 0.5
 MARGIN_S = 4.0
 
 FAST = actions({"write": "x.txt", "content": "done\n"}, {"usage": 5})
-#: A host that ignores SIGTERM and forks a grandchild holding its stdout open.
-STUBBORN = actions({"ignore_sigterm": True}, {"grandchild": 120}, {"sleep": 120})
+#: A host that ignores SIGTERM, forks a grandchild holding its stdout open, and starts
+#: a daemon that leaves its process group: three processes per trial.
+STUBBORN = actions({"ignore_sigterm": True}, {"grandchild": 120}, {"daemon": 120}, {"sleep": 120})
 
 
 def _project(tmp_path: Path) -> Path:
@@ -51,10 +52,10 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _midway(tmpdir: Path, project: Path) -> bool:
-    """Both fast trials are journaled and both stubborn hosts and grandchildren run."""
+    """Both fast trials are journaled; both stubborn hosts, grandchildren and daemons run."""
     dirs = report_dirs(project)
     done = len(journal_results(dirs[0])) if dirs else 0
-    return done == 2 and len(hosts_running(tmpdir)) == 4
+    return done == 2 and len(hosts_running(tmpdir)) == 6
 
 
 def _assert_partial_report(project: Path) -> RunReport:
@@ -84,7 +85,7 @@ def test_signal_cancels_the_run_and_publishes_a_partial_report(
     with cleaned_up(start_cli(args, tmp_path, grace_s=GRACE_S)) as cli:
         wait_for(lambda: _midway(cli.tmpdir, project))
         groups = {p.pgid for p in hosts_running(cli.tmpdir)}
-        assert len(groups) == 2
+        assert len(groups) == 4, "two host groups and two daemons in their own"
         sent = time.monotonic()
         cli.signal(sig)
         wait_for(lambda: not hosts_running(cli.tmpdir), timeout_s=GRACE_S + MARGIN_S)
@@ -107,14 +108,14 @@ def test_signal_cancels_the_run_and_publishes_a_partial_report(
 
 
 def test_second_interrupt_exits_at_once_and_kills_every_group(tmp_path: Path) -> None:
-    """A second Ctrl-C during a long grace period exits at once; no host process survives."""
+    """A second Ctrl-C during a long grace period exits at once; no host or daemon survives."""
     project = _project(tmp_path)
     with cleaned_up(start_cli(["run", str(project), "--jobs", "4"], tmp_path, grace_s=60)) as cli:
         wait_for(lambda: _midway(cli.tmpdir, project))
         cli.signal(signal.SIGINT)
         wait_for(lambda: "interrupting" in cli.stderr, timeout_s=5)
         time.sleep(0.3)
-        assert len(hosts_running(cli.tmpdir)) == 4, "hosts ignore SIGTERM during the grace"
+        assert len(hosts_running(cli.tmpdir)) == 6, "hosts ignore SIGTERM during the grace"
         sent = time.monotonic()
         cli.signal(signal.SIGINT)
         status = cli.wait(timeout_s=5)
@@ -151,7 +152,7 @@ async def test_cancelling_run_eval_publishes_a_partial_report(
 
             async def cancel_midway() -> None:
                 # Polls /proc: no event tells when the hosts have started.
-                while len(finished) < 2 or len(hosts_running(tmpdir)) < 4:  # noqa: ASYNC110
+                while len(finished) < 2 or len(hosts_running(tmpdir)) < 6:  # noqa: ASYNC110
                     await anyio.sleep(0.02)
                 cancelled_at.append(time.monotonic())
                 group.cancel_scope.cancel()
