@@ -228,6 +228,22 @@ def _opencode_error(error: Mapping[str, Any]) -> str:
     return bounded(": ".join(parts))
 
 
+class _StepSum:
+    """OpenCode's rule for one figure: step events add up; before any step, the latest wins."""
+
+    def __init__(self) -> None:
+        self.total: float = 0
+        self.stepped = False
+
+    def add(self, value: float, *, step: bool) -> float | None:
+        """Account for ``value``; return the figure to record, or ``None`` to keep the old one."""
+        if step:
+            self.total += value
+            self.stepped = True
+            return self.total
+        return None if self.stepped else value
+
+
 class OpenCodeStream:
     """Reads ``opencode run --format json`` events into a :class:`SessionUsage`."""
 
@@ -235,10 +251,8 @@ class OpenCodeStream:
         self.usage = usage
         self.error: str | None = None
         """The first error event's summary."""
-        self._steps = 0
-        self._step_seen = False
-        self._cost = 0.0
-        self._cost_step_seen = False
+        self._tokens = _StepSum()
+        self._cost = _StepSum()
 
     def feed(self, event: Mapping[str, Any]) -> None:
         """Account for one event."""
@@ -250,22 +264,16 @@ class OpenCodeStream:
         if tokens is None:
             tokens = normalize_tokens(event.get("tokens"))
         if tokens is not None:
-            if step:
-                self._steps += tokens
-                self._step_seen = True
-                self.usage.observe_tokens(self._steps)
-            elif not self._step_seen:
-                self.usage.observe_tokens(tokens)
+            total = self._tokens.add(tokens, step=step)
+            if total is not None:
+                self.usage.observe_tokens(int(total))
         cost = _number(part.get("cost"))
         if cost is None:
             cost = _number(event.get("cost"))
         if cost is not None:
-            if step:
-                self._cost += cost
-                self._cost_step_seen = True
-                self.usage.observe_cost(self._cost)
-            elif not self._cost_step_seen:
-                self.usage.observe_cost(cost)
+            figure = self._cost.add(cost, step=step)
+            if figure is not None:
+                self.usage.observe_cost(figure)
         if self.usage.model is None:
             found = find_model(event)
             if found:
