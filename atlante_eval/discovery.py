@@ -23,13 +23,12 @@ from .diagnostics import Diagnostic, Location, error, sort_diagnostics
 from .jsondoc import (
     DocumentParseError,
     DocumentReadError,
-    locate_pointers,
     parse_document,
     read_document,
 )
 from .paths import FORBIDDEN_SEGMENTS, split_segments
 from .scenarios import SCENARIO_SCHEMA_URI, Origin, Scenario, ScenarioDocument
-from .validation import validation_diagnostics
+from .validation import location_of, validation_diagnostics
 
 __all__ = ["GLOB_FLAGS", "Discovery", "discover_scenarios", "fixture_problem", "glob_files"]
 
@@ -234,7 +233,7 @@ def discover_scenarios(
                     f'scenario name "{scenario.name}" is declared by both {earlier} and {source}',
                     source=source,
                     pointer="/name",
-                    location=_location(scenario.text, "/name"),
+                    location=location_of(scenario.text, "/name"),
                     next="give every scenario a unique name",
                 )
             )
@@ -250,7 +249,7 @@ def discover_scenarios(
                     problem,
                     source=source,
                     pointer="/task/fixture",
-                    location=_location(scenario.text, "/task/fixture"),
+                    location=location_of(scenario.text, "/task/fixture"),
                     expected=_FIXTURE_EXPECTED,
                     next="point task.fixture at a directory of plain files and folders "
                     "inside the root",
@@ -260,11 +259,6 @@ def discover_scenarios(
         by_name[scenario.name] = scenario
     ordered = tuple(by_name[name] for name in sorted(by_name))
     return Discovery(ordered, tuple(sort_diagnostics(diagnostics)))
-
-
-def _location(text: str, pointer: str) -> Location | None:
-    position = locate_pointers(text).get(pointer)
-    return Location(line=position[0], column=position[1]) if position else None
 
 
 def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None, list[Diagnostic]]:
@@ -312,7 +306,7 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
                 else "the scenario document has no $schema",
                 source=source,
                 pointer="/$schema",
-                location=_location(text, "/$schema"),
+                location=location_of(text, "/$schema"),
                 expected=SCENARIO_SCHEMA_URI,
                 next=f'set "$schema" to "{SCENARIO_SCHEMA_URI}"',
             )

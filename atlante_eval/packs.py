@@ -30,7 +30,13 @@ from .jsondoc import (
 )
 from .project import SCHEMA_URIS, HostName, Project
 from .scenarios import Origin, Scenario
-from .validation import NonEmptyStr, SandboxPath, StrictModel, validation_diagnostics
+from .validation import (
+    NonEmptyStr,
+    SandboxPath,
+    StrictModel,
+    location_of,
+    validation_diagnostics,
+)
 
 __all__ = [
     "Pack",
@@ -279,7 +285,7 @@ def discover_pack_suites(project: Project) -> PackSuites:
             origin=origin,
             source_prefix=f"{pack.label}/",
             glob_source=f"{pack.label}/{pack.preset_name}",
-            glob_location=_location(pack.preset_text, "/eval/scenarios"),
+            glob_location=location_of(pack.preset_text, "/eval/scenarios"),
         )
         diagnostics.extend(found.diagnostics)
         scenarios.extend(
@@ -356,8 +362,3 @@ def include_diagnostics(project: Project, suites: PackSuites) -> list[Diagnostic
                 )
             )
     return problems
-
-
-def _location(text: str, pointer: str) -> Location | None:
-    position = locate_pointers(text).get(pointer) if text else None
-    return Location(line=position[0], column=position[1]) if position else None

@@ -25,12 +25,11 @@ from .diagnostics import DiagnosticError, Location, error
 from .jsondoc import (
     DocumentParseError,
     DocumentReadError,
-    locate_pointers,
     parse_document,
     read_document,
 )
 from .scenarios import MAX_TIMEOUT_MS
-from .validation import NonEmptyStr, StrictModel, validation_diagnostics
+from .validation import NonEmptyStr, StrictModel, location_of, validation_diagnostics
 
 __all__ = [
     "CONFIG_FILENAMES",
@@ -292,7 +291,7 @@ def load_project(path: Path | str | None = None) -> Project:
                     else "the configuration has no $schema",
                     source=source,
                     pointer="/$schema",
-                    location=_location(text, "/$schema"),
+                    location=location_of(text, "/$schema"),
                     expected=" or ".join(SCHEMA_URIS),
                     next='set "$schema" to one of the expected URIs',
                 )
@@ -332,7 +331,7 @@ def load_project(path: Path | str | None = None) -> Project:
                     f"{document.hosts}",
                     source=source,
                     pointer="/eval/host",
-                    location=_location(text, "/eval/host"),
+                    location=location_of(text, "/eval/host"),
                     expected=" or ".join(f'"{host}"' for host in document.hosts),
                     next=f'add "{document.eval.host}" to "hosts", run `atlante build`, '
                     "and try again",
@@ -346,12 +345,6 @@ def load_project(path: Path | str | None = None) -> Project:
         document=document,
         text=text,
     )
-
-
-def _location(text: str, pointer: str) -> Location | None:
-    """Return the line and column of ``pointer`` in ``text``, if it is there."""
-    position = locate_pointers(text).get(pointer)
-    return Location(line=position[0], column=position[1]) if position else None
 
 
 def _json_kind(value: object) -> str:

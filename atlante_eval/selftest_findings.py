@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from .diagnostics import Diagnostic, Location, error, warning
-from .jsondoc import locate_pointers
 from .plan import Plan
 from .report import CheckResult, OutputModel, TrialResult, Verdict
 from .scenarios import Check, CommandCheck, DiffAllowlistCheck, FileContainsCheck, Scenario
@@ -33,6 +32,7 @@ from .solutions import (
     unknown_solution_warnings,
 )
 from .suite import Suite
+from .validation import location_of
 
 __all__ = [
     "NULL_TRIAL",
@@ -119,10 +119,9 @@ def _location(scenario: Scenario, pointer: str) -> Location | None:
     if not scenario.text:
         return None
     try:
-        position = locate_pointers(scenario.text).get(pointer)
+        return location_of(scenario.text, pointer)
     except Exception:  # noqa: BLE001 - a position is a nicety; never fail a finding over it
         return None
-    return Location(line=position[0], column=position[1]) if position else None
 
 
 def _at(scenario: Scenario, pointer: str) -> dict[str, Any]:

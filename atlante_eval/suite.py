@@ -14,13 +14,13 @@ from pathlib import Path
 
 from wcmatch import fnmatch
 
-from .diagnostics import Diagnostic, DiagnosticError, Location, error, warning
+from .diagnostics import Diagnostic, DiagnosticError, error, warning
 from .discovery import discover_scenarios
-from .jsondoc import locate_pointers
 from .native import NativeOutputs, verify_native_outputs
 from .packs import discover_pack_suites, include_diagnostics, is_included
 from .project import Project, load_project
 from .scenarios import Origin, Scenario
+from .validation import location_of
 
 __all__ = ["Suite", "load_suite"]
 
@@ -39,11 +39,6 @@ class Suite:
     warnings: tuple[Diagnostic, ...]
     discovered: tuple[Scenario, ...]
     """Every discovered scenario, before filtering and inclusion."""
-
-
-def _location(text: str, pointer: str) -> Location | None:
-    position = locate_pointers(text).get(pointer)
-    return Location(line=position[0], column=position[1]) if position else None
 
 
 def _duplicates(scenarios: Sequence[Scenario]) -> list[Diagnostic]:
@@ -94,7 +89,7 @@ def load_suite(
             config.scenarios,
             origin=Origin(kind="project", root=project.root),
             glob_source=project.source,
-            glob_location=_location(project.text, "/eval/scenarios"),
+            glob_location=location_of(project.text, "/eval/scenarios"),
         )
         local = found.scenarios
         problems.extend(found.diagnostics)

@@ -28,6 +28,7 @@ __all__ = [
     "Regex",
     "SandboxPath",
     "StrictModel",
+    "location_of",
     "validation_diagnostics",
 ]
 
@@ -282,6 +283,12 @@ def _merge_union_branches(problems: list[_Problem]) -> list[tuple[_Loc, str]]:
         joined = " or ".join(dict.fromkeys(kinds))
         result.append((union_at, f"{subject} must be {joined}{got.group() if got else ''}"))
     return result
+
+
+def location_of(text: str, pointer: str) -> Location | None:
+    """Return the line and column of ``pointer`` in the JSON/JSONC ``text``, if it is there."""
+    position = locate_pointers(text).get(pointer) if text else None
+    return Location(line=position[0], column=position[1]) if position else None
 
 
 def _nearest_position(
