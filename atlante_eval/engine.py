@@ -17,7 +17,6 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -29,7 +28,7 @@ from .hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext
 from .logs import get_logger
 from .native import NativeOutputs
 from .plan import Plan, PlannedTrial
-from .report import CheckResult, TrialResult
+from .report import CheckResult, TrialResult, utc_timestamp
 from .sandbox import Sandbox, SandboxError, remove_tree, trial_sandbox
 
 __all__ = ["Engine", "EngineOptions", "TrialHook"]
@@ -142,10 +141,6 @@ class _Ticket:
         if self._held is not None:
             self._held.release()
             self._held = None
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -273,7 +268,7 @@ class Engine:
         await self.emit(TrialStarted(scenario.name, planned.index))
         log.info("trial.start", scenario=scenario.name, trial=planned.index)
         started = time.monotonic()
-        started_at = _now()
+        started_at = utc_timestamp()
         took_session = False
         kept: Path | None = None
         try:

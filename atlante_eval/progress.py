@@ -31,6 +31,7 @@ from .events import (
     TrialStarted,
 )
 from .report import RunReport, TrialResult
+from .terminal import use_color
 
 __all__ = ["ProgressPrinter", "format_duration", "render_summary", "use_color"]
 
@@ -38,14 +39,6 @@ _GREY = "\x1b[90m"
 _YELLOW = "\x1b[33m"
 _GREEN = "\x1b[32m"
 _RESET = "\x1b[0m"
-
-
-def use_color(stream: IO[str]) -> bool:
-    """Colour only an interactive stream, and only when ``NO_COLOR`` is unset or empty."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
 
 
 def format_duration(ms: int) -> str:

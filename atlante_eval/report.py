@@ -9,6 +9,7 @@ Everything beyond the reference is *additive*: new keys, never renamed ones
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +32,7 @@ __all__ = [
     "TrialResult",
     "Verdict",
     "model_version_of",
+    "utc_timestamp",
 ]
 
 #: Version of the additive report fields written by this engine.
@@ -38,6 +40,11 @@ REPORT_FORMAT_VERSION = 1
 
 Verdict = Literal["pass", "fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"]
 CheckVerdict = Literal["pass", "fail", "error"]
+
+
+def utc_timestamp() -> str:
+    """The current UTC time as the report writes it: ISO 8601, milliseconds, ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def model_version_of(model: str) -> str:

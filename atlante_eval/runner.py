@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -44,7 +43,7 @@ from .publish import (
     publish_error,
     reserve_run_dir,
 )
-from .report import Meta, RunReport, ScenarioResult, TrialResult
+from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import finalize, scenario_result
 from .sandbox import create_run_root, remove_tree
 from .scenarios import Scenario
@@ -99,10 +98,6 @@ class RunOutcome:
     report: RunReport
     path: Path
     warnings: tuple[Diagnostic, ...] = field(default=())
-
-
-def _utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -350,7 +345,7 @@ async def execute_run(
     )
     control = control or RunControl()
     run_id, run_dir, run_dir_identity = _reserve(suite, options, new_run_id())
-    started_at = _utc_now()
+    started_at = utc_timestamp()
     started = time.monotonic()
     meta = Meta(
         atlante=__version__,
@@ -418,7 +413,7 @@ async def execute_run(
                     run_id=run_id,
                     meta=meta.model_copy(
                         update={
-                            "ended_at": _utc_now(),
+                            "ended_at": utc_timestamp(),
                             "wall_time_ms": int((time.monotonic() - started) * 1000),
                             "run_root": str(run_root) if options.keep else None,
                             "interrupted": True if stopped else None,

@@ -28,7 +28,6 @@ import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,7 +48,7 @@ from .publish import (
     publish_error,
     reserve_run_dir,
 )
-from .report import Meta, RunReport, TrialResult
+from .report import Meta, RunReport, TrialResult, utc_timestamp
 from .results import finalize, scenario_result
 from .sandbox import create_run_root, remove_tree
 from .selftest_findings import (
@@ -207,10 +206,6 @@ def _plan(suite: Suite, solutions: Mapping[str, Solution]) -> Plan:
     return Plan(trials=tuple(trials), config=config, scenarios=ordered)
 
 
-def _utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _check_options(jobs: int | None, solutions: Path | str | None) -> tuple[int, Path | None]:
     if jobs is None:
         jobs = DEFAULT_SELFTEST_JOBS
@@ -294,7 +289,7 @@ async def run_selftest(
         model_version="none",
         config=plan.config,
         host_version=host.version,
-        started_at=_utc_now(),
+        started_at=utc_timestamp(),
         jobs=job_count,
         manifest_digest=suite.native.digest,
     )
@@ -337,7 +332,7 @@ async def run_selftest(
             run_id=run_id,
             meta=meta.model_copy(
                 update={
-                    "ended_at": _utc_now(),
+                    "ended_at": utc_timestamp(),
                     "wall_time_ms": int((time.monotonic() - started) * 1000),
                     "run_root": str(run_root) if keep else None,
                 }

@@ -7,7 +7,6 @@ each command imports the library modules it needs when it runs.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._version import __version__
+from ..terminal import use_color
 
 if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
@@ -24,7 +24,6 @@ __all__ = [
     "OutOption",
     "PathArg",
     "app",
-    "color",
     "guarded",
     "main",
     "positive_int",
@@ -84,21 +83,13 @@ def positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> int
     return value
 
 
-def color(stream: object) -> bool:
-    """Whether to colour output on ``stream``: a TTY and ``NO_COLOR`` unset or empty."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
 def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
     """Print diagnostics to stderr in the terminal format, separated by blank lines."""
     from ..diagnostics import format_diagnostic
 
-    use_color = color(sys.stderr)
+    colored = use_color(sys.stderr)
     for diagnostic in diagnostics:
-        typer.echo(format_diagnostic(diagnostic, color=use_color), err=True)
+        typer.echo(format_diagnostic(diagnostic, color=colored), err=True)
         typer.echo("", err=True)
 
 

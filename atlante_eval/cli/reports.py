@@ -14,7 +14,8 @@ from typing import Annotated
 import typer
 
 from ..choices import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn
-from .app import app, color, guarded, print_diagnostics
+from ..terminal import use_color
+from .app import app, guarded, print_diagnostics
 
 __all__ = ["compare", "junit", "merge"]
 
@@ -117,7 +118,7 @@ def compare(
         elif markdown == Path("-"):
             sys.stdout.write(render_markdown(result))
         else:
-            typer.echo(render_text(result, color=color(sys.stdout)))
+            typer.echo(render_text(result, color=use_color(sys.stdout)))
         sys.stdout.flush()
         return 1 if gate_fails(result, fail_on) else 0
 
@@ -223,7 +224,7 @@ def merge(
             path = output
             _write(path, merged.to_json().encode("utf-8"), what="merged report", replace=False)
         typer.echo(f"merged {len(shards)} shard reports")
-        typer.echo(render_summary(merged, path, color=color(sys.stdout)))
+        typer.echo(render_summary(merged, path, color=use_color(sys.stdout)))
         return 0
 
     raise typer.Exit(guarded(action))

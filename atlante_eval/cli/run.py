@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..choices import LogFormat
-from .app import OutOption, PathArg, app, color, guarded, positive_int, print_diagnostics
+from ..terminal import use_color
+from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
 
 if TYPE_CHECKING:
     import anyio
@@ -209,7 +210,9 @@ def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool
         sys.stdout.write(report.to_json())
         sys.stdout.flush()
         return
-    typer.echo(render_summary(report, report_path or Path("report.json"), color=color(sys.stdout)))
+    typer.echo(
+        render_summary(report, report_path or Path("report.json"), color=use_color(sys.stdout))
+    )
 
 
 async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
