@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .diagnostics import DiagnosticError, error
-from .report import RunReport, TrialResult
+from .report import REPORT_FILE, RunReport, TrialResult
 
 __all__ = ["JOURNAL_NAME", "Journal", "JournalEntry", "read_journal"]
 
@@ -119,7 +119,7 @@ def read_journal(run_dir: Path) -> list[JournalEntry]:
                 except (ValueError, KeyError, TypeError, ValidationError):
                     continue
         return entries
-    report_file = run_dir / "report.json"
+    report_file = run_dir / REPORT_FILE
     if not report_file.is_file():
         raise _unreadable(run_dir, "it has no journal.jsonl or report.json")
     try:

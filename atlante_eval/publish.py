@@ -14,6 +14,7 @@ import contextlib
 import os
 import secrets
 import stat
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from .diagnostics import DiagnosticError, error
 
 __all__ = [
     "PublishError",
+    "ReportDir",
     "atomic_write",
     "check_below",
     "check_no_symlinks",
@@ -28,6 +30,9 @@ __all__ = [
     "dir_identity",
     "ensure_gitignore",
     "new_run_id",
+    "publish_error",
+    "report_base",
+    "reserve_report_dir",
     "reserve_run_dir",
 ]
 
@@ -261,3 +266,57 @@ def publish_error(location: Path, exc: Exception) -> DiagnosticError:
             )
         ]
     )
+
+
+def report_base(project_root: Path, out: Path | None) -> Path:
+    """The report base directory: ``out``, else ``<project>/.atlante/eval``."""
+    return out if out is not None else project_root / ".atlante" / "eval"
+
+
+@dataclass(frozen=True, slots=True)
+class ReportDir:
+    """A reserved run directory, published into only while it is still the one reserved."""
+
+    run_id: str
+    path: Path
+    identity: tuple[int, int]
+    anchor: Path | None
+
+    def publish(self, name: str, data: bytes) -> Path:
+        """Write ``name`` atomically into the run directory and return its path.
+
+        Raises:
+            DiagnosticError: ``eval-report-failed`` (exit 3) when the directory was
+                replaced or put behind a symlink since it was reserved, or the write
+                failed.
+        """
+        target = self.path / name
+        try:
+            check_unchanged(self.path, self.identity, anchor=self.anchor)
+            atomic_write(target, data)
+        except PublishError as exc:
+            raise publish_error(self.path, exc) from None
+        return target
+
+
+def reserve_report_dir(base: Path, run_id: str, *, project_root: Path | None = None) -> ReportDir:
+    """Reserve ``base/<run id>`` before anything runs.
+
+    Args:
+        base: the report base directory (see :func:`report_base`).
+        run_id: the preferred run id (re-rolled on collision).
+        project_root: set when ``base`` is the project's default location: then no
+            component below the project root may be a symlink, and ``eval/`` is
+            added to ``<project>/.atlante/.gitignore``.
+
+    Raises:
+        DiagnosticError: ``eval-report-failed`` (exit 3).
+    """
+    try:
+        run_id, run_dir = reserve_run_dir(base, run_id, anchor=project_root)
+        identity = dir_identity(run_dir)
+        if project_root is not None:
+            ensure_gitignore(project_root / ".atlante")
+    except PublishError as exc:
+        raise publish_error(base, exc) from None
+    return ReportDir(run_id=run_id, path=run_dir, identity=identity, anchor=project_root)

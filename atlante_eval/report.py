@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "REPORT_FILE",
     "REPORT_FORMAT_VERSION",
     "CheckResult",
     "CheckVerdict",
@@ -35,6 +36,8 @@ __all__ = [
     "utc_timestamp",
 ]
 
+#: Name of the report file inside a run directory.
+REPORT_FILE = "report.json"
 #: Version of the additive report fields written by this engine.
 REPORT_FORMAT_VERSION = 1
 

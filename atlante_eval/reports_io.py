@@ -19,12 +19,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from .diagnostics import DiagnosticError, error
-from .report import REPORT_FORMAT_VERSION, RunReport
+from .report import REPORT_FILE, REPORT_FORMAT_VERSION, RunReport
 
 __all__ = ["REPORT_FILE", "load_report", "report_path"]
 
 #: Name of the report file inside a run directory.
-REPORT_FILE = "report.json"
 
 _DURATION_KEYS = frozenset({"durationMs", "meanDurationMs", "durationP95Ms", "wallTimeMs"})
 _SHOWN_ERRORS = 3

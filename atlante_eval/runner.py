@@ -33,17 +33,8 @@ from .journal import Journal, read_journal
 from .logs import get_logger
 from .options import DEFAULT_JOBS, RunOptions, run_options
 from .plan import Plan, PlannedTrial, make_plan, resolve_budget
-from .publish import (
-    PublishError,
-    atomic_write,
-    check_unchanged,
-    dir_identity,
-    ensure_gitignore,
-    new_run_id,
-    publish_error,
-    reserve_run_dir,
-)
-from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
+from .publish import new_run_id, report_base, reserve_report_dir
+from .report import REPORT_FILE, Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import finalize, scenario_result
 from .sandbox import create_run_root, remove_tree
 from .scenarios import Scenario
@@ -191,32 +182,11 @@ def _cause(failure: BaseException) -> str:
     return f"{type(failure).__name__}: {failure}"
 
 
-def _report_base(suite: Suite, options: RunOptions) -> Path:
-    return options.out if options.out is not None else suite.project.root / ".atlante" / "eval"
-
-
-def _anchor(suite: Suite, options: RunOptions) -> Path | None:
-    """Below this directory no component of the report path may be a symlink."""
-    return suite.project.root if options.out is None else None
-
-
-def _reserve(suite: Suite, options: RunOptions, run_id: str) -> tuple[str, Path, tuple[int, int]]:
-    base = _report_base(suite, options)
-    try:
-        run_id, run_dir = reserve_run_dir(base, run_id, anchor=_anchor(suite, options))
-        identity = dir_identity(run_dir)
-        if options.out is None:
-            ensure_gitignore(suite.project.root / ".atlante")
-    except PublishError as exc:
-        raise publish_error(base, exc) from None
-    return run_id, run_dir, identity
-
-
 def _last_failed(
     suite: Suite, options: RunOptions
 ) -> tuple[tuple[Scenario, ...], Diagnostic | None]:
     """Scenarios that did not fully pass in the newest report under the report base."""
-    base = _report_base(suite, options)
+    base = report_base(suite.project.root, options.out)
     reports = sorted(base.glob("*/report.json")) if base.is_dir() else []
     for candidate in reversed(reports):
         try:
@@ -344,7 +314,12 @@ async def execute_run(
         else {}
     )
     control = control or RunControl()
-    run_id, run_dir, run_dir_identity = _reserve(suite, options, new_run_id())
+    report_dir = reserve_report_dir(
+        report_base(suite.project.root, options.out),
+        new_run_id(),
+        project_root=suite.project.root if options.out is None else None,
+    )
+    run_id, run_dir = report_dir.run_id, report_dir.path
     started_at = utc_timestamp()
     started = time.monotonic()
     meta = Meta(
@@ -422,12 +397,7 @@ async def execute_run(
                     scenarios=_scenarios(plan, progress, interrupted=stopped),
                 )
             )
-            report_path = run_dir / "report.json"
-            try:
-                check_unchanged(run_dir, run_dir_identity, anchor=_anchor(suite, options))
-                atomic_write(report_path, report.to_json().encode("utf-8"))
-            except PublishError as exc:
-                raise publish_error(run_dir, exc) from None
+            report_path = report_dir.publish(REPORT_FILE, report.to_json().encode("utf-8"))
             log.info("run.end", interrupted=stopped, report=str(report_path))
             try:
                 await call_sink(on_event, RunFinished(run_id, stopped))

@@ -40,15 +40,8 @@ from .engine import Engine, EngineOptions
 from .events import ProgressEvent
 from .hosts.base import SessionEnd, SessionUsage, TrialContext
 from .plan import Plan, PlannedTrial, resolve_budget
-from .publish import (
-    PublishError,
-    atomic_write,
-    ensure_gitignore,
-    new_run_id,
-    publish_error,
-    reserve_run_dir,
-)
-from .report import Meta, RunReport, TrialResult, utc_timestamp
+from .publish import new_run_id, report_base, reserve_report_dir
+from .report import REPORT_FILE, Meta, RunReport, TrialResult, utc_timestamp
 from .results import finalize, scenario_result
 from .sandbox import create_run_root, remove_tree
 from .selftest_findings import (
@@ -274,13 +267,12 @@ async def run_selftest(
     assert suite.native is not None
     found = find_solutions(suite, solutions_dir)
     plan = _plan(suite, found.found)
-    base = Path(out) if out is not None else suite.project.root / ".atlante" / "eval"
-    try:
-        run_id, run_dir = reserve_run_dir(base, new_run_id())
-        if out is None:
-            ensure_gitignore(suite.project.root / ".atlante")
-    except PublishError as exc:
-        raise publish_error(base, exc) from None
+    report_dir = reserve_report_dir(
+        report_base(suite.project.root, Path(out) if out is not None else None),
+        new_run_id(),
+        project_root=suite.project.root if out is None else None,
+    )
+    run_id, run_dir = report_dir.run_id, report_dir.path
     host = SelftestHost(found.found)
     meta = Meta(
         atlante=__version__,
@@ -342,7 +334,7 @@ async def run_selftest(
     )
     judged, diagnostics = analyse(plan, results, found)
     failed = any(d.severity == "error" for d in diagnostics)
-    report_path = run_dir / "report.json"
+    report_path = run_dir / REPORT_FILE
     result = SelftestResult(
         ok=not failed,
         exit_code=1 if failed else 0,
@@ -351,12 +343,8 @@ async def run_selftest(
         scenarios=judged,
         diagnostics=[*suite.warnings, *diagnostics],
     )
-    result_path = run_dir / "selftest.json"
-    try:
-        atomic_write(report_path, report.to_json().encode("utf-8"))
-        atomic_write(result_path, result.to_json().encode("utf-8"))
-    except PublishError as exc:
-        raise publish_error(run_dir, exc) from None
+    report_dir.publish(REPORT_FILE, report.to_json().encode("utf-8"))
+    result_path = report_dir.publish("selftest.json", result.to_json().encode("utf-8"))
     return SelftestOutcome(
         result=result, report=report, report_path=report_path, result_path=result_path
     )

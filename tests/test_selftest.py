@@ -520,3 +520,16 @@ def test_validation_errors_raise_from_the_library(tmp_path: Path) -> None:
     with pytest.raises(DiagnosticError) as caught:
         _selftest(root, tmp_path)
     assert caught.value.exit_code == 2
+
+
+def test_selftest_refuses_a_symlinked_default_report_location(tmp_path: Path) -> None:
+    """Like run, selftest refuses to publish through a symlinked .atlante/eval (exit 3)."""
+    root = make_project(tmp_path / "p", scenarios=[scenario("s", checks=WRITES_OUT)])
+    _solution(root, "s", {"out.txt": "done\n"})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".atlante" / "eval").symlink_to(elsewhere)
+    result = _invoke("selftest", str(root))
+    assert result.exit_code == 3
+    assert "eval-report-failed" in result.stderr
+    assert list(elsewhere.iterdir()) == []

@@ -198,8 +198,9 @@ def merge(
         from ..diagnostics import DiagnosticError, error
         from ..merge import ShardReport, merge_reports
         from ..progress import render_summary
-        from ..publish import PublishError, atomic_write, publish_error, reserve_run_dir
-        from ..reports_io import REPORT_FILE, load_report, report_path
+        from ..publish import reserve_report_dir
+        from ..report import REPORT_FILE
+        from ..reports_io import load_report, report_path
 
         if out is not None and output is not None:
             raise DiagnosticError(
@@ -212,13 +213,9 @@ def merge(
             sys.stdout.flush()
             return 0
         if out is not None:
-            try:
-                run_id, run_dir = reserve_run_dir(out, merged.run_id)
-                merged = merged.model_copy(update={"run_id": run_id})
-                path = run_dir / REPORT_FILE
-                atomic_write(path, merged.to_json().encode("utf-8"))
-            except PublishError as exc:
-                raise publish_error(out, exc) from None
+            report_dir = reserve_report_dir(out, merged.run_id)
+            merged = merged.model_copy(update={"run_id": report_dir.run_id})
+            path = report_dir.publish(REPORT_FILE, merged.to_json().encode("utf-8"))
         else:
             assert output is not None
             path = output
