@@ -28,6 +28,7 @@ __all__ = [
     "DocumentReadError",
     "ParsedDocument",
     "escape_pointer",
+    "join_surrogates",
     "locate_pointers",
     "parse_document",
     "pointer_from_loc",
@@ -138,8 +139,23 @@ _JSON5_POSITION = re.compile(r"<string>:(\d+) (.*) at column (\d+)$", re.DOTALL)
 _BARE_CONSTANT = re.compile(r'"(?:[^"\\\n]|\\.)*+"?|(-?Infinity|NaN)', re.DOTALL)
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def join_surrogates(value: Any, *, text: str | None = None) -> Any:
+    """Make every string of a parsed JSON value encodable as UTF-8.
+
+    ``\\ud83d\\ude00``-style escape pairs (which json5 leaves apart) are joined, and
+    a lone surrogate escape becomes U+FFFD, so nothing read from a document or a
+    host stream can break writing the report. With ``text``, the walk is skipped
+    when the source holds no surrogate escape.
+    """
+    if text is not None and not _SURROGATE_ESCAPE.search(text):
+        return value
+    return _join_surrogates(value)
+
+
 def _join_surrogates(value: Any) -> Any:
-    """Combine ``\\ud83d\\ude00``-style surrogate escapes, which json5 leaves apart."""
     if isinstance(value, str):
         if any("\ud800" <= ch <= "\udfff" for ch in value):
             return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
@@ -165,8 +181,8 @@ def _parse_jsonc(text: str) -> Any:
         raise ValueError(f"\0constant:{name}")
 
     try:
-        return _join_surrogates(
-            json5.loads(text, parse_constant=constant, allow_duplicate_keys=False)
+        return join_surrogates(
+            json5.loads(text, parse_constant=constant, allow_duplicate_keys=False), text=text
         )
     except ValueError as exc:
         message = str(exc)
@@ -210,8 +226,11 @@ def parse_document(text: str, *, jsonc: bool) -> Any:
     try:
         if jsonc:
             return _parse_jsonc(source)
-        return json.loads(
-            source, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
+        return join_surrogates(
+            json.loads(
+                source, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
+            ),
+            text=source,
         )
     except _DuplicateKey as exc:
         key, offset = _first_duplicate(source, exc.key)

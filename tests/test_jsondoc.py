@@ -310,3 +310,11 @@ def test_pointer_helpers_escape_tokens() -> None:
     assert escape_pointer("a/b~c") == "a~1b~0c"
     assert pointer_from_loc(("checks", 0, "a/b")) == "/checks/0/a~1b"
     assert pointer_from_loc(()) == ""
+
+
+@pytest.mark.parametrize("jsonc", [False, True])
+def test_lone_surrogate_escapes_become_replacement_characters(jsonc: bool) -> None:
+    """A lone ``\\ud800`` escape is read as U+FFFD and pairs are joined, so values encode."""
+    value = parse_document('{"a": "\\ud800x", "b": "\\ud83d\\ude00"}', jsonc=jsonc)
+    assert value == {"a": "\ufffdx", "b": "\U0001f600"}
+    json.dumps(value, ensure_ascii=False).encode("utf-8")

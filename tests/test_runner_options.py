@@ -67,3 +67,15 @@ def test_shard_slices_are_round_robin_and_cover_the_plan() -> None:
     assert all(len(o) == 1 for o in owners)
     sizes = [sum(1 for o in owners if o == [i]) for i in (1, 2, 3)]
     assert max(sizes) - min(sizes) <= 1
+
+
+def test_a_lone_surrogate_in_a_host_event_cannot_break_the_report(tmp_path: Path) -> None:
+    """A host naming its model with a lone surrogate escape still gets a published report."""
+    root = make_project(
+        tmp_path / "p",
+        scenarios=[scenario("s", prompt=actions({"event": {"type": "x", "model": "\ud800"}}))],
+    )
+    outcome = anyio.run(lambda: execute_run(root, RunOptions(trials=1), host=StandinHost()))
+    [trial] = outcome.report.scenarios["s"].trials
+    assert trial.model == "\ufffd"
+    assert outcome.path.read_text(encoding="utf-8")

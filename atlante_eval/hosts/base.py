@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..jsondoc import join_surrogates
 from ..native import NativeOutputs
 from ..process import ProcessResult, run_process
 from ..report import model_version_of
@@ -207,7 +208,7 @@ async def run_json_stream(
         if not line.startswith("{"):
             return False  # not a JSON object: skipped without a parse (hosts may flood)
         try:
-            event = json.loads(line)
+            event = join_surrogates(json.loads(line), text=line)
         except (ValueError, RecursionError):
             return False
         if isinstance(event, dict):
