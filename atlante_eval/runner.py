@@ -215,11 +215,10 @@ def _last_failed(
 
 def _check_pass_env(host: Host, names: Sequence[str]) -> None:
     """Refuse, before any trial, ``--pass-env`` names the host would refuse per trial."""
-    check = getattr(host, "check_pass_env", None)
-    if check is None or not names:
+    if not names:
         return
     try:
-        check(list(names))
+        host.check_pass_env(list(names))
     except HostError as exc:
         raise DiagnosticError(
             [

@@ -91,6 +91,9 @@ class NullAgent:
     async def probe(self) -> None:
         """Nothing to probe: the null agent is always available."""
 
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every name: the null agent reads no environment."""
+
     def prepare(self, context: TrialContext) -> None:
         """Write nothing: the sandbox stays exactly as the fixture and the build left it."""
 
@@ -113,6 +116,9 @@ class ReferenceAgent:
 
     async def probe(self) -> None:
         """Nothing to probe: solutions were validated when they were found."""
+
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every name: applying a solution reads no environment."""
 
     def prepare(self, context: TrialContext) -> None:
         """Write nothing before the baseline: the solution is the agent's work."""
@@ -155,6 +161,9 @@ class SelftestHost:
 
     async def probe(self) -> None:
         """Nothing to probe: no model, credentials or host CLI is involved."""
+
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every name: selftest passes no environment to an agent."""
 
     def prepare(self, context: TrialContext) -> None:
         """Write nothing."""
