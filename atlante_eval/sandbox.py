@@ -163,7 +163,7 @@ def resolve_fixture(origin_root: Path, relative: str) -> Path:
     try:
         return resolve_no_follow(origin_root, relative)
     except UnsafePathError as exc:
-        if "symbolic link" in str(exc):
+        if exc.reason == "symlink":
             raise SandboxError(f"fixture path traverses a symbolic link: {relative}") from exc
         raise SandboxError(f"fixture cannot be inspected: {relative} ({exc})") from exc
 
