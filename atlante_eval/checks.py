@@ -13,14 +13,16 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
+from pydantic import BaseModel
 from wcmatch import glob as wcglob
 
+from .choices import CheckType
 from .environment import allowed_env
 from .gitops import Changes
 from .paths import UnsafePathError, resolve_no_follow
@@ -37,7 +39,19 @@ from .scenarios import (
     FileUnchangedCheck,
 )
 
-__all__ = ["OUTPUT_EVIDENCE_CHARS", "CheckContext", "ignore_matcher", "run_checks"]
+__all__ = [
+    "CHECK_KINDS",
+    "OUTPUT_EVIDENCE_CHARS",
+    "CheckContext",
+    "CheckKind",
+    "Outcome",
+    "ignore_matcher",
+    "run_checks",
+]
+
+#: A check's verdict and its evidence.
+Outcome = tuple[CheckVerdict, dict[str, Any]]
+_C = TypeVar("_C", bound=BaseModel)
 
 #: Command output kept as evidence: the last 2,000 characters.
 OUTPUT_EVIDENCE_CHARS = 2000
@@ -71,7 +85,7 @@ def ignore_matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
     return lambda path: bool(matcher.match(path))
 
 
-async def _command(check: CommandCheck, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+async def _command(check: CommandCheck, ctx: CheckContext) -> Outcome:
     result = await run_process(
         check.run,
         cwd=ctx.root,
@@ -109,7 +123,7 @@ def _resolve(ctx: CheckContext, path: str) -> Path:
     return resolve_no_follow(ctx.root, path)
 
 
-def _exists(ctx: CheckContext, path: str, *, expect: bool) -> tuple[CheckVerdict, dict[str, Any]]:
+def _exists(ctx: CheckContext, path: str, *, expect: bool) -> Outcome:
     target = _resolve(ctx, path)
     try:
         os.lstat(target)
@@ -134,7 +148,7 @@ def _read_limited(target: Path) -> bytes:
         os.close(fd)
 
 
-def _contains(check: FileContainsCheck, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+def _contains(check: FileContainsCheck, ctx: CheckContext) -> Outcome:
     target = _resolve(ctx, check.path)
     try:
         info = os.lstat(target)
@@ -157,7 +171,7 @@ def _contains(check: FileContainsCheck, ctx: CheckContext) -> tuple[CheckVerdict
     return "fail", {"path": check.path, "pattern": check.pattern, "regex": True}
 
 
-def _unchanged(check: FileUnchangedCheck, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+def _unchanged(check: FileUnchangedCheck, ctx: CheckContext) -> Outcome:
     if check.path not in ctx.snapshot:
         return "error", {"path": check.path, "cause": "no baseline snapshot entry"}
     before = ctx.snapshot[check.path]
@@ -167,7 +181,7 @@ def _unchanged(check: FileUnchangedCheck, ctx: CheckContext) -> tuple[CheckVerdi
     return "fail", {"path": check.path, "baselineHash": before, "currentHash": current}
 
 
-def _allowlist(check: DiffAllowlistCheck, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+def _allowlist(check: DiffAllowlistCheck, ctx: CheckContext) -> Outcome:
     if ctx.changes is None:
         return "error", {"cause": ctx.changes_error or "sandbox changes are unknown"}
     allow = list(dict.fromkeys(check.allow))
@@ -179,27 +193,67 @@ def _allowlist(check: DiffAllowlistCheck, ctx: CheckContext) -> tuple[CheckVerdi
     return "fail", {"allow": allow, "unexpected": unexpected, "changed": changed}
 
 
-def _file_check(check: Check, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
-    if isinstance(check, FileExistsCheck):
-        return _exists(ctx, check.path, expect=True)
-    if isinstance(check, FileAbsentCheck):
-        return _exists(ctx, check.path, expect=False)
-    if isinstance(check, FileContainsCheck):
-        return _contains(check, ctx)
-    if isinstance(check, FileUnchangedCheck):
-        return _unchanged(check, ctx)
-    raise TypeError(f"not a file check: {check.type}")
+def _file_exists(check: FileExistsCheck, ctx: CheckContext) -> Outcome:
+    return _exists(ctx, check.path, expect=True)
 
 
-async def _run_one(check: Check, ctx: CheckContext) -> tuple[CheckVerdict, dict[str, Any]]:
+def _file_absent(check: FileAbsentCheck, ctx: CheckContext) -> Outcome:
+    return _exists(ctx, check.path, expect=False)
+
+
+def _in_thread(
+    run: Callable[[_C, CheckContext], Outcome],
+) -> Callable[[_C, CheckContext], Awaitable[Outcome]]:
+    """Run a check that reads and hashes files off the event loop."""
+
+    async def threaded(check: _C, ctx: CheckContext) -> Outcome:
+        return await anyio.to_thread.run_sync(run, check, ctx)
+
+    return threaded
+
+
+def _now(
+    run: Callable[[_C, CheckContext], Outcome],
+) -> Callable[[_C, CheckContext], Awaitable[Outcome]]:
+    """Run a cheap in-memory check on the event loop."""
+
+    async def direct(check: _C, ctx: CheckContext) -> Outcome:
+        return run(check, ctx)
+
+    return direct
+
+
+@dataclass(frozen=True, slots=True)
+class CheckKind(Generic[_C]):
+    """How one check type runs: its scenario model and its runner."""
+
+    model: type[_C]
+    """The scenario document model of the check type."""
+    run: Callable[[_C, CheckContext], Awaitable[Outcome]]
+    """Reaches the check's verdict and evidence."""
+
+    async def __call__(self, check: Check, ctx: CheckContext) -> Outcome:
+        """Run ``check``, which must be an instance of :attr:`model`."""
+        if not isinstance(check, self.model):
+            raise TypeError(f"{type(check).__name__} is not a {self.model.__name__}")
+        return await self.run(check, ctx)
+
+
+#: The runner of every check type.
+CHECK_KINDS: dict[CheckType, CheckKind[Any]] = {
+    "command": CheckKind(CommandCheck, _command),
+    "file-exists": CheckKind(FileExistsCheck, _in_thread(_file_exists)),
+    "file-absent": CheckKind(FileAbsentCheck, _in_thread(_file_absent)),
+    "file-unchanged": CheckKind(FileUnchangedCheck, _in_thread(_unchanged)),
+    "file-contains": CheckKind(FileContainsCheck, _in_thread(_contains)),
+    "diff-allowlist": CheckKind(DiffAllowlistCheck, _now(_allowlist)),
+}
+
+
+async def _run_one(check: Check, ctx: CheckContext) -> Outcome:
     path = getattr(check, "path", None)
     try:
-        if isinstance(check, CommandCheck):
-            return await _command(check, ctx)
-        if isinstance(check, DiffAllowlistCheck):
-            return _allowlist(check, ctx)
-        # File checks read and hash files: keep that off the event loop.
-        return await anyio.to_thread.run_sync(_file_check, check, ctx)
+        return await CHECK_KINDS[check.type](check, ctx)
     except UnsafePathError as exc:
         return "error", {"path": path, "cause": str(exc)}
     except OSError as exc:

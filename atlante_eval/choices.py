@@ -15,7 +15,9 @@ __all__ = [
     "DEFAULT_SELFTEST_JOBS",
     "SCHEMA_KINDS",
     "Adjust",
+    "CheckType",
     "FailOn",
+    "HostName",
     "LogFormat",
 ]
 
@@ -33,6 +35,14 @@ DEFAULT_MARGIN = 0.1
 Adjust = Literal["holm", "bh", "none"]
 #: When ``compare --fail-on`` exits 1.
 FailOn = Literal["regressed", "any-change"]
+#: The check types a scenario may use: the one key of every per-check table
+#: (``scenarios.Check``'s members, ``checks.CHECK_KINDS``, the selftest summaries).
+CheckType = Literal[
+    "command", "file-exists", "file-absent", "file-unchanged", "file-contains", "diff-allowlist"
+]
+#: The built-in hosts by configured name: the one key of every per-host table
+#: (``hosts.registry.HOST_FACTORIES``, ``hosts.registry.STREAM_PARSERS``, ``native.MANIFESTS``).
+HostName = Literal["opencode", "claude-code"]
 #: ``--log-format``: structured run logs on stderr.
 LogFormat = Literal["none", "console", "json"]
 #: The formats whose JSON Schema ``atlante-eval schema KIND`` prints.

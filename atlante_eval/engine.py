@@ -29,7 +29,7 @@ from .logs import get_logger
 from .native import NativeOutputs
 from .plan import Plan, PlannedTrial
 from .report import CheckResult, TrialResult, utc_timestamp
-from .sandbox import Sandbox, SandboxError, remove_tree, trial_sandbox
+from .sandbox import Sandbox, SandboxError, TrialDirs, trial_dirs, trial_sandbox
 
 __all__ = ["Engine", "EngineOptions", "TrialHook"]
 
@@ -110,11 +110,11 @@ class _Slots:
 class _Ticket:
     """One trial's hold on :class:`_Slots` (one slot at a time); see :meth:`release`."""
 
-    def __init__(self, slots: _Slots) -> None:
+    def __init__(self, slots: _Slots, owned: TrialDirs) -> None:
         self.slots = slots
         self._held: anyio.CapacityLimiter | None = None
-        self.trial_dirs: list[Path] = []
-        """Trial directories to remove when the trial is over."""
+        self.owned = owned
+        """The trial's directories, removed when the trial is over."""
 
     async def _move_to(self, limiter: anyio.CapacityLimiter) -> None:
         if self._held is limiter:
@@ -157,13 +157,11 @@ class Engine:
     """Records a finished trial (and announces it)."""
     preset_sessions: dict[int, bool] = field(default_factory=dict)
     """Plan positions already decided (resume): whether each took a session."""
-    results: dict[int, TrialResult] = field(default_factory=dict)
-    """Finished trials by plan position."""
     _skeleton: Path | None = field(default=None, init=False, repr=False)
     """An empty repository copied into each sandbox instead of ``git init``."""
 
-    async def run(self, positions: list[int] | None = None) -> dict[int, TrialResult]:
-        """Run the trials at ``positions`` (default: all) and return results by position."""
+    async def run(self, positions: list[int] | None = None) -> None:
+        """Run the trials at ``positions`` (default: all); each result goes to ``on_trial``."""
         wanted = positions if positions is not None else [t.position for t in self.plan.trials]
         ledger = _SessionLedger(
             len(self.plan.trials),
@@ -195,7 +193,6 @@ class Engine:
                     previous[position],
                     turns[position],
                 )
-        return self.results
 
     async def _trial_task(
         self,
@@ -205,33 +202,29 @@ class Engine:
         wait_for: anyio.Event | None,
         my_turn: anyio.Event,
     ) -> None:
-        ticket = _Ticket(slots)
-        try:
-            if wait_for is not None:
-                await wait_for.wait()
-            admitted = await ledger.admit(planned.position)
-            # Places are taken in plan order, and every trial (a skipped one too) is
-            # announced before it gives its slot back: with one job, events follow
-            # plan order exactly.
-            await ticket.take_turn()
-            my_turn.set()
-            if admitted:
-                result = await self._attempts(planned, ledger, ticket)
-            else:
-                result = TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
-            await self._finish(planned, result)
-        finally:
-            ticket.release()
-            my_turn.set()
-            if not self.options.keep and ticket.trial_dirs:
-                # After the slot is free: removing a tree is no reason to make the
-                # next trial wait.
-                with anyio.CancelScope(shield=True):
-                    for trial_dir in ticket.trial_dirs:
-                        await anyio.to_thread.run_sync(remove_tree, trial_dir)
+        # The trial's directories are removed when this scope ends, after the slot
+        # is free: removing a tree is no reason to make the next trial wait.
+        async with trial_dirs(keep=self.options.keep) as owned:
+            ticket = _Ticket(slots, owned)
+            try:
+                if wait_for is not None:
+                    await wait_for.wait()
+                admitted = await ledger.admit(planned.position)
+                # Places are taken in plan order, and every trial (a skipped one too) is
+                # announced before it gives its slot back: with one job, events follow
+                # plan order exactly.
+                await ticket.take_turn()
+                my_turn.set()
+                if admitted:
+                    result = await self._attempts(planned, ledger, ticket)
+                else:
+                    result = TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
+                await self._finish(planned, result)
+            finally:
+                ticket.release()
+                my_turn.set()
 
     async def _finish(self, planned: PlannedTrial, result: TrialResult) -> None:
-        self.results[planned.position] = result
         log.info(
             "trial.end",
             scenario=planned.scenario.name,
@@ -278,8 +271,7 @@ class Engine:
                 planned.index,
                 native=self.native,
                 prepare_host=lambda root, state: self._prepare(planned, root, state),
-                keep=True,  # removed by _trial_task once its slot is free
-                on_created=ticket.trial_dirs.append,
+                owner=ticket.owned,
                 skeleton=self._skeleton,
             ) as sandbox:
                 kept = sandbox.trial_dir

@@ -198,14 +198,37 @@ def _parse_jsonc(text: str) -> Any:
         raise DocumentParseError(detail, int(match.group(1)), int(match.group(3))) from exc
 
 
-def _strict_json_hint(text: str, offset: int, message: str) -> str:
-    """Explain an error that is JSONC syntax in a strict ``.json`` document."""
+_JSON_WHITESPACE = " \t\n\r"
+
+
+def _trailing_comma_close(text: str, offset: int) -> int | None:
+    """The offset of the bracket a trailing comma precedes, if the error is one.
+
+    Python 3.11 and 3.12 report a trailing comma at the closing bracket; 3.13 and
+    later report it at the comma itself. Both become the closing bracket.
+    """
+    if text.startswith(",", offset):
+        rest = text[offset + 1 :]
+        closing = offset + 1 + len(rest) - len(rest.lstrip(_JSON_WHITESPACE))
+    elif text[:offset].rstrip(_JSON_WHITESPACE).endswith(","):
+        closing = offset
+    else:
+        return None
+    return closing if text.startswith(("}", "]"), closing) else None
+
+
+def _strict_json_hint(text: str, offset: int, message: str) -> tuple[str, int]:
+    """Explain an error that is JSONC syntax in a strict ``.json`` document.
+
+    Returns:
+        The message and the offset to report it at (the same on every Python).
+    """
     if text.startswith(("//", "/*"), offset):
-        return "comments are not allowed in strict JSON (use a .jsonc file for comments)"
-    before = text[:offset].rstrip()
-    if before.endswith(",") and text.startswith(("}", "]"), offset):
-        return "trailing commas are not allowed in strict JSON (use a .jsonc file)"
-    return message
+        return "comments are not allowed in strict JSON (use a .jsonc file for comments)", offset
+    closing = _trailing_comma_close(text, offset)
+    if closing is not None:
+        return "trailing commas are not allowed in strict JSON (use a .jsonc file)", closing
+    return message, offset
 
 
 def parse_document(text: str, *, jsonc: bool) -> Any:
@@ -241,8 +264,11 @@ def parse_document(text: str, *, jsonc: bool) -> Any:
         line, column = _line_column(source, offset)
         raise DocumentParseError(f"{exc.name} is not valid JSON", line, column) from exc
     except json.JSONDecodeError as exc:
-        message = exc.msg if jsonc else _strict_json_hint(source, exc.pos, exc.msg)
-        raise DocumentParseError(message, exc.lineno, exc.colno) from exc
+        if jsonc:
+            raise DocumentParseError(exc.msg, exc.lineno, exc.colno) from exc
+        message, offset = _strict_json_hint(source, exc.pos, exc.msg)
+        line, column = _line_column(source, offset)
+        raise DocumentParseError(message, line, column) from exc
     except RecursionError as exc:
         raise DocumentParseError("the document is nested too deeply", 1, 1) from exc
 

@@ -14,10 +14,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
-from .diagnostics import DiagnosticError, error
-from .publish import PublishError, atomic_write
 from .report import CheckResult, RunReport, ScenarioResult, TrialResult
 from .results import statistics_of
 
@@ -26,7 +23,6 @@ __all__ = [
     "MAX_EVIDENCE_CHARS",
     "MAX_MESSAGE_CHARS",
     "junit_xml",
-    "write_junit",
 ]
 
 #: Longest ``message`` attribute; longer ones end in an ellipsis.
@@ -64,28 +60,6 @@ def junit_xml(report: RunReport) -> bytes:
     ET.indent(root)
     text = ET.tostring(root, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{text}\n'.encode()
-
-
-def write_junit(report: RunReport, path: Path) -> None:
-    """Write :func:`junit_xml` to ``path`` atomically, replacing an existing file.
-
-    Raises:
-        DiagnosticError: ``eval-report-failed`` (exit 3) when the file cannot be written.
-    """
-    try:
-        atomic_write(Path(path), junit_xml(report), replace=True)
-    except PublishError as exc:
-        raise DiagnosticError(
-            [
-                error(
-                    "eval-report-failed",
-                    f"could not write the JUnit file: {exc}",
-                    source=str(path),
-                    cause=str(exc),
-                    next="choose a writable path for --junit and try again",
-                )
-            ]
-        ) from None
 
 
 def _suite(

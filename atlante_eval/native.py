@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .choices import HostName
 from .diagnostics import DiagnosticError, error
 from .jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
 
@@ -38,7 +39,7 @@ class _ManifestKind:
 
 
 #: Manifest location, format name and display name per host.
-MANIFESTS: dict[str, _ManifestKind] = {
+MANIFESTS: dict[HostName, _ManifestKind] = {
     "opencode": _ManifestKind(
         ".atlante/opencode-native.json", "atlante-opencode-native", "OpenCode"
     ),
@@ -46,6 +47,12 @@ MANIFESTS: dict[str, _ManifestKind] = {
         ".atlante/claude-code-native.json", "atlante-claude-code-native", "Claude Code"
     ),
 }
+
+
+def _manifest_kind(host: str) -> _ManifestKind | None:
+    """The manifest kind of ``host``, or ``None`` for a name that is not a built-in host."""
+    return next((kind for name, kind in MANIFESTS.items() if name == host), None)
+
 
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -205,7 +212,7 @@ def read_native_outputs(project_root: Path, host: str) -> NativeOutputs:
         NativeOutputsError: the manifest or a file is missing, malformed, a symlink,
             or drifted from its recorded SHA-256.
     """
-    kind = MANIFESTS.get(host)
+    kind = _manifest_kind(host)
     if kind is None:
         raise _fail(f"unsupported eval host {host!r}")
     try:
@@ -258,7 +265,8 @@ def verify_native_outputs(project_root: Path, host: str) -> NativeOutputs:
     try:
         return read_native_outputs(project_root, host)
     except NativeOutputsError as exc:
-        label = MANIFESTS[host].label if host in MANIFESTS else host
+        kind = _manifest_kind(host)
+        label = kind.label if kind is not None else host
         raise DiagnosticError(
             [
                 error(

@@ -13,10 +13,12 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Literal
 
 __all__ = [
     "FORBIDDEN_SEGMENTS",
     "UnsafePathError",
+    "UnsafeReason",
     "resolve_no_follow",
     "sandbox_path_problem",
     "split_segments",
@@ -29,8 +31,20 @@ _SEPARATORS = re.compile(r"[/\\]")
 _DRIVE = re.compile(r"^[A-Za-z]:([/\\]|$)")
 
 
+#: Why a path is unsafe: it leaves its root, crosses a symbolic link, its root is not a
+#: real directory, or a component could not be inspected.
+UnsafeReason = Literal["outside", "symlink", "bad-root", "uninspectable"]
+
+
 class UnsafePathError(Exception):
-    """Raised by :func:`resolve_no_follow` when a path escapes its root or meets a symlink."""
+    """Raised by :func:`resolve_no_follow` when a path escapes its root or meets a symlink.
+
+    Callers branch on :attr:`reason`, never on the message text.
+    """
+
+    def __init__(self, message: str, *, reason: UnsafeReason) -> None:
+        super().__init__(message)
+        self.reason: UnsafeReason = reason
 
 
 def split_segments(value: str) -> list[str]:
@@ -68,16 +82,18 @@ def resolve_no_follow(root: Path, relative: str) -> Path:
             (including the last) is a symbolic link or cannot be inspected.
     """
     if not relative or relative[0] in "/\\" or _DRIVE.match(relative):
-        raise UnsafePathError("check path must resolve inside the sandbox")
+        raise UnsafePathError("check path must resolve inside the sandbox", reason="outside")
     parts = split_segments(relative)
     if ".." in parts or not parts:
-        raise UnsafePathError("check path must resolve inside the sandbox")
+        raise UnsafePathError("check path must resolve inside the sandbox", reason="outside")
     try:
         root_info = os.lstat(root)
     except OSError as exc:
-        raise UnsafePathError(f"could not inspect sandbox path: {exc.strerror}") from exc
+        raise UnsafePathError(
+            f"could not inspect sandbox path: {exc.strerror}", reason="uninspectable"
+        ) from exc
     if stat.S_ISLNK(root_info.st_mode) or not stat.S_ISDIR(root_info.st_mode):
-        raise UnsafePathError("sandbox root is not a real directory")
+        raise UnsafePathError("sandbox root is not a real directory", reason="bad-root")
     current = root
     for index, part in enumerate(parts):
         current = current / part
@@ -88,10 +104,12 @@ def resolve_no_follow(root: Path, relative: str) -> Path:
         except NotADirectoryError:
             return root.joinpath(*parts)
         except OSError as exc:
-            raise UnsafePathError(f"could not inspect sandbox path: {exc.strerror}") from exc
+            raise UnsafePathError(
+                f"could not inspect sandbox path: {exc.strerror}", reason="uninspectable"
+            ) from exc
         if stat.S_ISLNK(info.st_mode):
             shown = "/".join(parts[: index + 1])
-            raise UnsafePathError(f"path traverses a symbolic link at {shown}")
+            raise UnsafePathError(f"path traverses a symbolic link at {shown}", reason="symlink")
         if index < len(parts) - 1 and not stat.S_ISDIR(info.st_mode):
             return root.joinpath(*parts)
     return current

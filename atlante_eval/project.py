@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from .choices import HostName
 from .diagnostics import DiagnosticError, Location, error
 from .jsondoc import (
     DocumentParseError,
@@ -67,8 +68,6 @@ DEFAULT_MAX_SESSIONS = 15
 #: Per-trial token threshold when the budget does not say.
 DEFAULT_MAX_TOKENS = 400_000
 _CONFIG_DOCS = "see docs/configuration.md"
-
-HostName = Literal["opencode", "claude-code"]
 
 
 def _default_hosts() -> list[HostName]:

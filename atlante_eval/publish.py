@@ -32,6 +32,7 @@ __all__ = [
     "new_run_id",
     "publish_error",
     "report_base",
+    "report_failed",
     "reserve_report_dir",
     "reserve_run_dir",
 ]
@@ -253,18 +254,41 @@ def ensure_gitignore(atlante_dir: Path) -> None:
     atomic_write(path, (prefix + "eval/\n").encode("utf-8"), replace=True)
 
 
-def publish_error(location: Path, exc: Exception) -> DiagnosticError:
-    """The ``eval-report-failed`` diagnostic for a failed publication (exit 3)."""
+def report_failed(
+    location: Path,
+    exc: Exception,
+    *,
+    action: str,
+    next: str = "choose a writable path and try again",
+) -> DiagnosticError:
+    """The one ``eval-report-failed`` diagnostic (exit 3): an output could not be written.
+
+    Args:
+        location: the file or directory that could not be written.
+        exc: why (its text becomes the message's tail and the ``cause``).
+        action: what failed, e.g. ``publish the report`` or ``write the JUnit file``.
+        next: what the user should do.
+    """
     return DiagnosticError(
         [
             error(
                 "eval-report-failed",
-                f"could not publish the report: {exc}",
+                f"could not {action}: {exc}",
                 source=str(location),
                 cause=str(exc),
-                next="choose a writable report location (--out) and try again",
+                next=next,
             )
         ]
+    )
+
+
+def publish_error(location: Path, exc: Exception) -> DiagnosticError:
+    """The ``eval-report-failed`` diagnostic for a failed publication (exit 3)."""
+    return report_failed(
+        location,
+        exc,
+        action="publish the report",
+        next="choose a writable report location (--out) and try again",
     )
 
 

@@ -6,7 +6,6 @@ This is the whole run as a library call. The CLI is a thin layer over
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,13 +29,13 @@ from .events import (
 from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
 from .hosts import Host, HostError, create_host
 from .journal import Journal, read_journal
+from .lifecycle import ActiveRun, run_lifecycle
 from .logs import get_logger
 from .options import DEFAULT_JOBS, RunOptions, run_options
 from .plan import Plan, PlannedTrial, make_plan, resolve_budget
-from .publish import new_run_id, report_base, reserve_report_dir
-from .report import REPORT_FILE, Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
-from .results import finalize, scenario_result
-from .sandbox import create_run_root, remove_tree
+from .publish import report_base
+from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
+from .results import scenario_result
 from .scenarios import Scenario
 from .suite import Suite, load_suite
 
@@ -215,11 +214,10 @@ def _last_failed(
 
 def _check_pass_env(host: Host, names: Sequence[str]) -> None:
     """Refuse, before any trial, ``--pass-env`` names the host would refuse per trial."""
-    check = getattr(host, "check_pass_env", None)
-    if check is None or not names:
+    if not names:
         return
     try:
-        check(list(names))
+        host.check_pass_env(list(names))
     except HostError as exc:
         raise DiagnosticError(
             [
@@ -314,14 +312,6 @@ async def execute_run(
         else {}
     )
     control = control or RunControl()
-    report_dir = reserve_report_dir(
-        report_base(suite.project.root, options.out),
-        new_run_id(),
-        project_root=suite.project.root if options.out is None else None,
-    )
-    run_id, run_dir = report_dir.run_id, report_dir.path
-    started_at = utc_timestamp()
-    started = time.monotonic()
     meta = Meta(
         atlante=__version__,
         host=runner_host.name,
@@ -329,81 +319,74 @@ async def execute_run(
         model_version="unknown",
         config=plan.config,
         host_version=runner_host.version,
-        started_at=started_at,
+        started_at=utc_timestamp(),
         jobs=options.jobs,
         manifest_digest=suite.native.digest,
         plan_digest=digest,
         shard=str(shard) if shard is not None else None,
         resumed_from=str(options.resume) if options.resume is not None else None,
     )
-    journal = Journal(run_dir, run_id=run_id, plan_digest=digest)
-    progress = _Progress(plan, positions, on_event, fingerprints, definitions, journal)
-    run_root = create_run_root()
-    structlog.contextvars.bind_contextvars(run_id=run_id, host=runner_host.name)
-    log.info("run.start", trials=len(positions), reused=len(reused), jobs=options.jobs)
-    engine = Engine(
-        plan=plan,
-        host=runner_host,
-        native=suite.native,
-        run_root=run_root,
-        options=EngineOptions(
-            jobs=options.jobs,
-            keep=options.keep,
-            model=config.model,
-            pass_env=options.pass_env,
-            retry_infra=options.retry_infra,
-            project_root=suite.project.root,
-        ),
-        emit=progress.emit,
-        on_trial=progress.trial_done,
-        preset_sessions=dict.fromkeys(reused, True),
-    )
+    progress = _Progress(plan, positions, on_event, fingerprints, definitions)
     failure: BaseException | None = None
-    cancelled = False
-    try:
-        with anyio.CancelScope() as scope:
-            control._scope = scope
-            if control.interrupted:
-                scope.cancel()
-            try:
-                await call_sink(
-                    on_event, RunStarted(run_id, len(positions), options.jobs, runner_host.name)
-                )
-                for position, result in sorted(reused.items()):
-                    await progress.trial_done(plan.trials[position], result)
-                await engine.run([p for p in positions if p not in reused])
-            except Exception as exc:  # noqa: BLE001 - turned into eval-run-failed below
-                failure = exc
-    except anyio.get_cancelled_exc_class():
-        cancelled = True
-        raise
-    finally:
-        with anyio.CancelScope(shield=True):
-            journal.close()
-            stopped = cancelled or control.interrupted or failure is not None
-            if not options.keep:
-                await anyio.to_thread.run_sync(remove_tree, run_root)
-            report = finalize(
-                RunReport(
-                    run_id=run_id,
-                    meta=meta.model_copy(
-                        update={
-                            "ended_at": utc_timestamp(),
-                            "wall_time_ms": int((time.monotonic() - started) * 1000),
-                            "run_root": str(run_root) if options.keep else None,
-                            "interrupted": True if stopped else None,
-                        }
-                    ),
-                    scenarios=_scenarios(plan, progress, interrupted=stopped),
-                )
-            )
-            report_path = report_dir.publish(REPORT_FILE, report.to_json().encode("utf-8"))
-            log.info("run.end", interrupted=stopped, report=str(report_path))
-            try:
-                await call_sink(on_event, RunFinished(run_id, stopped))
-            except Exception as exc:  # noqa: BLE001 - the report is out; still an eval-run-failed
-                failure = failure or exc
-            structlog.contextvars.unbind_contextvars("run_id", "host")
+
+    async def on_end(run: ActiveRun) -> None:
+        nonlocal failure
+        log.info("run.end", interrupted=run.stopped, report=str(run.report_path))
+        try:
+            await call_sink(on_event, RunFinished(run.run_id, run.stopped))
+        except Exception as exc:  # noqa: BLE001 - the report is out; still an eval-run-failed
+            failure = failure or exc
+        structlog.contextvars.unbind_contextvars("run_id", "host")
+
+    async with run_lifecycle(
+        project_root=suite.project.root,
+        out=options.out,
+        meta=meta,
+        keep=options.keep,
+        results=lambda stopped: _scenarios(plan, progress, interrupted=stopped),
+        on_end=on_end,
+    ) as run:
+        progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
+        structlog.contextvars.bind_contextvars(run_id=run.run_id, host=runner_host.name)
+        log.info("run.start", trials=len(positions), reused=len(reused), jobs=options.jobs)
+        engine = Engine(
+            plan=plan,
+            host=runner_host,
+            native=suite.native,
+            run_root=run.run_root,
+            options=EngineOptions(
+                jobs=options.jobs,
+                keep=options.keep,
+                model=config.model,
+                pass_env=options.pass_env,
+                retry_infra=options.retry_infra,
+                project_root=suite.project.root,
+            ),
+            emit=progress.emit,
+            on_trial=progress.trial_done,
+            preset_sessions=dict.fromkeys(reused, True),
+        )
+        try:
+            with anyio.CancelScope() as scope:
+                control._scope = scope
+                if control.interrupted:
+                    scope.cancel()
+                try:
+                    await call_sink(
+                        on_event,
+                        RunStarted(run.run_id, len(positions), options.jobs, runner_host.name),
+                    )
+                    for position, result in sorted(reused.items()):
+                        await progress.trial_done(plan.trials[position], result)
+                    await engine.run([p for p in positions if p not in reused])
+                except Exception as exc:  # noqa: BLE001 - turned into eval-run-failed below
+                    failure = exc
+        finally:
+            progress.journal.close()
+        run.stopped = control.interrupted or failure is not None
+    report, report_path, run_dir = run.report, run.report_path, run.run_dir
+    assert report is not None
+    assert report_path is not None
     if failure is not None:
         raise EvalRunError(
             [

@@ -10,8 +10,9 @@ Layout (all under a run root ``<tmp>/atlante-eval-XXXXXX``)::
 
 :func:`trial_sandbox` assembles the sandbox in the reference's order (fixture
 copy, native outputs, host integration, setup, ``file-unchanged`` snapshot, git
-baseline) and always removes it afterwards (unless ``keep``), even when the trial
-is cancelled.
+baseline); :func:`trial_dirs`, the one owner of sandbox cleanup, removes every
+trial directory created in its scope afterwards (unless ``keep``), even when the
+trial is cancelled.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import stat
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -38,11 +39,13 @@ from .scenarios import SETUP_TIMEOUT_MS, FileUnchangedCheck, Scenario
 __all__ = [
     "Sandbox",
     "SandboxError",
+    "TrialDirs",
     "copy_fixture",
     "create_run_root",
     "file_digest",
     "remove_tree",
     "resolve_fixture",
+    "trial_dirs",
     "trial_sandbox",
     "write_native_outputs",
 ]
@@ -163,7 +166,7 @@ def resolve_fixture(origin_root: Path, relative: str) -> Path:
     try:
         return resolve_no_follow(origin_root, relative)
     except UnsafePathError as exc:
-        if "symbolic link" in str(exc):
+        if exc.reason == "symlink":
             raise SandboxError(f"fixture path traverses a symbolic link: {relative}") from exc
         raise SandboxError(f"fixture cannot be inspected: {relative} ({exc})") from exc
 
@@ -410,11 +413,10 @@ async def trial_sandbox(
     *,
     native: NativeOutputs,
     prepare_host: Callable[[Path, Path], None],
-    keep: bool = False,
+    owner: TrialDirs,
     skeleton: Path | None = None,
-    on_created: Callable[[Path], None] | None = None,
 ) -> AsyncIterator[Sandbox]:
-    """Assemble a trial's sandbox, yield it, and remove it afterwards.
+    """Assemble a trial's sandbox and yield it; ``owner`` removes it later.
 
     Args:
         run_root: the run's root directory.
@@ -423,47 +425,66 @@ async def trial_sandbox(
         native: verified native outputs to write into the sandbox.
         prepare_host: writes the host's configuration; called with the sandbox root
             and the state directory, before setup. May raise ``HostError``.
-        keep: leave the trial directory in place.
+        owner: the :func:`trial_dirs` scope that removes the trial directory (it is
+            registered as soon as it exists, so a failed assembly is removed too).
         skeleton: an empty repository to copy instead of running ``git init``.
-        on_created: called with the trial directory as soon as it exists (a caller
-            that passes ``keep=True`` uses it to remove the directory later).
 
     Raises:
         SandboxError: assembly failed (the trial is an ``infra-error``).
     """
     trial_dir = _fresh_dir(run_root, f"{scenario.name}-trial-{trial}")
-    if on_created is not None:
-        on_created(trial_dir)
+    owner.paths.append(trial_dir)
     root = trial_dir / "project"
     state = trial_dir / "state"
     git_dir = trial_dir / "baseline.git"
     try:
-        try:
-            await anyio.to_thread.run_sync(_assemble_files, scenario, native, root, state)
-            prepare_host(root, state)
-            if scenario.document.task.setup:
-                await _run_setup(list(scenario.document.task.setup), root)
-            snapshot = await anyio.to_thread.run_sync(_snapshot, root, scenario)
-            baseline = await make_baseline(root, git_dir, skeleton=skeleton)
-        except GitError as exc:
-            raise SandboxError(str(exc), trial_dir=trial_dir) from exc
-        except SandboxError as exc:
-            exc.trial_dir = trial_dir
-            raise
-        except OSError as exc:
-            raise SandboxError(f"cannot assemble the sandbox: {exc}", trial_dir=trial_dir) from exc
-        yield Sandbox(
-            trial_dir=trial_dir,
-            root=root,
-            state_dir=state,
-            git_dir=git_dir,
-            baseline=baseline,
-            snapshot=snapshot,
-        )
+        await anyio.to_thread.run_sync(_assemble_files, scenario, native, root, state)
+        prepare_host(root, state)
+        if scenario.document.task.setup:
+            await _run_setup(list(scenario.document.task.setup), root)
+        snapshot = await anyio.to_thread.run_sync(_snapshot, root, scenario)
+        baseline = await make_baseline(root, git_dir, skeleton=skeleton)
+    except GitError as exc:
+        raise SandboxError(str(exc), trial_dir=trial_dir) from exc
+    except SandboxError as exc:
+        exc.trial_dir = trial_dir
+        raise
+    except OSError as exc:
+        raise SandboxError(f"cannot assemble the sandbox: {exc}", trial_dir=trial_dir) from exc
+    yield Sandbox(
+        trial_dir=trial_dir,
+        root=root,
+        state_dir=state,
+        git_dir=git_dir,
+        baseline=baseline,
+        snapshot=snapshot,
+    )
+
+
+@dataclass
+class TrialDirs:
+    """The trial directories of one trial (one per attempt), removed together."""
+
+    paths: list[Path] = field(default_factory=list)
+
+
+@asynccontextmanager
+async def trial_dirs(*, keep: bool) -> AsyncIterator[TrialDirs]:
+    """Own the removal of every trial directory created inside the scope.
+
+    The one owner of sandbox cleanup: on exit (also on error or cancellation,
+    shielded) each registered directory is removed, unless ``keep``. The engine
+    holds this scope around a whole trial, so its slot is given back before the
+    trees are removed.
+    """
+    owned = TrialDirs()
+    try:
+        yield owned
     finally:
-        if not keep:
+        if not keep and owned.paths:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(remove_tree, trial_dir)
+                for path in owned.paths:
+                    await anyio.to_thread.run_sync(remove_tree, path)
 
 
 def _fresh_dir(run_root: Path, name: str) -> Path:

@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from .choices import CheckType
 from .validation import NonEmptyStr, Regex, SandboxPath, StrictModel
 
 __all__ = [
@@ -52,9 +53,6 @@ SETUP_TIMEOUT_MS = 300_000
 SCENARIO_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 
 TimeoutMs = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_MS)]
-CheckType = Literal[
-    "command", "file-exists", "file-absent", "file-unchanged", "file-contains", "diff-allowlist"
-]
 
 
 class CommandCheck(StrictModel):

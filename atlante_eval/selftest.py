@@ -23,9 +23,7 @@ credentials, host CLI or network is needed.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +37,10 @@ from .diagnostics import DiagnosticError, error
 from .engine import Engine, EngineOptions
 from .events import ProgressEvent
 from .hosts.base import SessionEnd, SessionUsage, TrialContext
+from .lifecycle import run_lifecycle
 from .plan import Plan, PlannedTrial, resolve_budget
-from .publish import new_run_id, report_base, reserve_report_dir
-from .report import REPORT_FILE, Meta, RunReport, TrialResult, utc_timestamp
-from .results import finalize, scenario_result
-from .sandbox import create_run_root, remove_tree
+from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
+from .results import scenario_result
 from .selftest_findings import (
     NULL_TRIAL,
     REFERENCE_TRIAL,
@@ -91,6 +88,9 @@ class NullAgent:
     async def probe(self) -> None:
         """Nothing to probe: the null agent is always available."""
 
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every name: the null agent reads no environment."""
+
     def prepare(self, context: TrialContext) -> None:
         """Write nothing: the sandbox stays exactly as the fixture and the build left it."""
 
@@ -113,6 +113,9 @@ class ReferenceAgent:
 
     async def probe(self) -> None:
         """Nothing to probe: solutions were validated when they were found."""
+
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every name: applying a solution reads no environment."""
 
     def prepare(self, context: TrialContext) -> None:
         """Write nothing before the baseline: the solution is the agent's work."""
@@ -155,6 +158,9 @@ class SelftestHost:
 
     async def probe(self) -> None:
         """Nothing to probe: no model, credentials or host CLI is involved."""
+
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every name: selftest passes no environment to an agent."""
 
     def prepare(self, context: TrialContext) -> None:
         """Write nothing."""
@@ -267,12 +273,6 @@ async def run_selftest(
     assert suite.native is not None
     found = find_solutions(suite, solutions_dir)
     plan = _plan(suite, found.found)
-    report_dir = reserve_report_dir(
-        report_base(suite.project.root, Path(out) if out is not None else None),
-        new_run_id(),
-        project_root=suite.project.root if out is None else None,
-    )
-    run_id, run_dir = report_dir.run_id, report_dir.path
     host = SelftestHost(found.found)
     meta = Meta(
         atlante=__version__,
@@ -285,7 +285,6 @@ async def run_selftest(
         jobs=job_count,
         manifest_digest=suite.native.digest,
     )
-    started = time.monotonic()
     results: dict[int, TrialResult] = {}
 
     async def record(planned: PlannedTrial, result: TrialResult) -> None:
@@ -296,55 +295,44 @@ async def run_selftest(
     async def ignore(_event: ProgressEvent) -> None:
         return None
 
-    run_root = create_run_root()
-    engine = Engine(
-        plan=plan,
-        host=host,
-        native=suite.native,
-        run_root=run_root,
-        options=EngineOptions(jobs=job_count, keep=keep),
-        emit=ignore,
-        on_trial=record,
-    )
-    try:
-        await engine.run()
-    except BaseException:
-        with contextlib.suppress(OSError):
-            run_dir.rmdir()  # nothing was published into the reserved directory
-        raise
-    finally:
-        if not keep:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(remove_tree, run_root)
-    by_name: dict[str, list[TrialResult]] = {}
-    for planned in plan.trials:
-        by_name.setdefault(planned.scenario.name, []).append(results[planned.position])
-    report = finalize(
-        RunReport(
-            run_id=run_id,
-            meta=meta.model_copy(
-                update={
-                    "ended_at": utc_timestamp(),
-                    "wall_time_ms": int((time.monotonic() - started) * 1000),
-                    "run_root": str(run_root) if keep else None,
-                }
-            ),
-            scenarios={s.name: scenario_result(s, by_name[s.name]) for s in plan.scenarios},
+    def scenario_results(_stopped: bool) -> dict[str, ScenarioResult]:
+        by_name: dict[str, list[TrialResult]] = {}
+        for planned in plan.trials:
+            by_name.setdefault(planned.scenario.name, []).append(results[planned.position])
+        return {s.name: scenario_result(s, by_name[s.name]) for s in plan.scenarios}
+
+    async with run_lifecycle(
+        project_root=suite.project.root,
+        out=Path(out) if out is not None else None,
+        meta=meta,
+        keep=keep,
+        results=scenario_results,
+        partial=False,  # a selftest that did not finish has nothing to judge
+    ) as run:
+        engine = Engine(
+            plan=plan,
+            host=host,
+            native=suite.native,
+            run_root=run.run_root,
+            options=EngineOptions(jobs=job_count, keep=keep),
+            emit=ignore,
+            on_trial=record,
         )
-    )
+        await engine.run()
+    report, report_path = run.report, run.report_path
+    assert report is not None
+    assert report_path is not None
     judged, diagnostics = analyse(plan, results, found)
     failed = any(d.severity == "error" for d in diagnostics)
-    report_path = run_dir / REPORT_FILE
     result = SelftestResult(
         ok=not failed,
         exit_code=1 if failed else 0,
-        run_id=run_id,
+        run_id=run.run_id,
         report=str(report_path),
         scenarios=judged,
         diagnostics=[*suite.warnings, *diagnostics],
     )
-    report_dir.publish(REPORT_FILE, report.to_json().encode("utf-8"))
-    result_path = report_dir.publish("selftest.json", result.to_json().encode("utf-8"))
+    result_path = run.publish("selftest.json", result.to_json().encode("utf-8"))
     return SelftestOutcome(
         result=result, report=report, report_path=report_path, result_path=result_path
     )

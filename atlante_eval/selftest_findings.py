@@ -13,15 +13,27 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from pydantic import BaseModel
+
+from .choices import CheckType
 from .diagnostics import Diagnostic, Location, error, warning
 from .plan import Plan
 from .report import CheckResult, OutputModel, TrialResult, Verdict
-from .scenarios import Check, CommandCheck, DiffAllowlistCheck, FileContainsCheck, Scenario
+from .scenarios import (
+    Check,
+    CommandCheck,
+    DiffAllowlistCheck,
+    FileAbsentCheck,
+    FileContainsCheck,
+    FileExistsCheck,
+    FileUnchangedCheck,
+    Scenario,
+)
 from .solutions import (
     Solution,
     SolutionError,
@@ -35,9 +47,11 @@ from .suite import Suite
 from .validation import location_of
 
 __all__ = [
+    "CHECK_WORDING",
     "NULL_TRIAL",
     "REFERENCE_TRIAL",
     "AgentOutcome",
+    "CheckWording",
     "ScenarioSelftest",
     "SelftestResult",
     "SolutionSearch",
@@ -52,6 +66,7 @@ NULL_TRIAL = 0
 REFERENCE_TRIAL = 1
 #: Characters of command output quoted in a finding.
 _OUTPUT_CHARS = 600
+_C = TypeVar("_C", bound=BaseModel)
 
 
 class AgentOutcome(OutputModel):
@@ -105,14 +120,97 @@ class SelftestResult(OutputModel):
         return self.model_dump_json(by_alias=True, exclude_none=True, indent=2) + "\n"
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def _command_summary(check: CommandCheck, evidence: Mapping[str, Any]) -> str:
+    parts = [f"exit {evidence.get('exit')}, expected {evidence.get('expectExit')}"]
+    if evidence.get("timedOut"):
+        parts.append(f"timed out after {check.timeout_ms}ms")
+    if "outputMatches" in evidence and evidence.get("exit") == evidence.get("expectExit"):
+        parts.append(f"output does not match {check.output_matches!r}")
+    output = str(evidence.get("output", ""))[-_OUTPUT_CHARS:]
+    if output:
+        parts.append(f"output: {output}")
+    return "; ".join(parts)
+
+
+def _contains_summary(check: FileContainsCheck, evidence: Mapping[str, Any]) -> str:
+    if "exists" in evidence:
+        return f"{check.path} is not a regular file" + (
+            "" if evidence["exists"] else " (it does not exist)"
+        )
+    return f"{check.path} does not contain {check.pattern!r}"
+
+
+def _existence_summary(
+    check: FileExistsCheck | FileAbsentCheck, evidence: Mapping[str, Any]
+) -> str:
+    return f"{check.path} {'exists' if evidence.get('exists') else 'does not exist'}"
+
+
+def _path_label(
+    check: FileExistsCheck | FileAbsentCheck | FileUnchangedCheck | FileContainsCheck,
+) -> str:
+    return f"{check.type} {check.path}"
+
+
+def _evidence_json(_check: object, evidence: Mapping[str, Any]) -> str:
+    return json.dumps(dict(evidence), ensure_ascii=False)[:_OUTPUT_CHARS]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckWording(Generic[_C]):
+    """How a finding names a check of one type and sums up why it failed."""
+
+    model: type[_C]
+    """The scenario document model of the check type."""
+    label: Callable[[_C], str]
+    """A short human label, e.g. ``command python3 -m unittest``."""
+    summary: Callable[[_C, Mapping[str, Any]], str]
+    """Why the check failed, from its evidence."""
+
+    def describe(self, check: Check) -> str:
+        """The label of ``check``, an instance of :attr:`model`."""
+        return self.label(self._narrow(check))
+
+    def summarize(self, check: Check, evidence: Mapping[str, Any]) -> str:
+        """The failure summary of ``check``, an instance of :attr:`model`."""
+        return self.summary(self._narrow(check), evidence)
+
+    def _narrow(self, check: Check) -> _C:
+        if not isinstance(check, self.model):
+            raise TypeError(f"{type(check).__name__} is not a {self.model.__name__}")
+        return check
+
+
+#: How findings word every check type.
+CHECK_WORDING: dict[CheckType, CheckWording[Any]] = {
+    "command": CheckWording(
+        CommandCheck, lambda c: "command " + shlex.join(c.run), _command_summary
+    ),
+    "file-exists": CheckWording(FileExistsCheck, _path_label, _existence_summary),
+    "file-absent": CheckWording(FileAbsentCheck, _path_label, _existence_summary),
+    "file-unchanged": CheckWording(
+        FileUnchangedCheck, _path_label, lambda c, _evidence: f"{c.path} changed"
+    ),
+    "file-contains": CheckWording(FileContainsCheck, _path_label, _contains_summary),
+    "diff-allowlist": CheckWording(
+        DiffAllowlistCheck,
+        lambda c: f"diff-allowlist of {_plural(len(c.allow), 'path')}",
+        _evidence_json,
+    ),
+}
+
+
 def describe_check(check: Check) -> str:
     """A short human label for a check, e.g. ``command python3 -m unittest``."""
-    if isinstance(check, CommandCheck):
-        return "command " + shlex.join(check.run)
-    if isinstance(check, DiffAllowlistCheck):
-        count = len(check.allow)
-        return f"diff-allowlist of {count} path{'s' if count != 1 else ''}"
-    return f"{check.type} {check.path}"
+    return CHECK_WORDING[check.type].describe(check)
+
+
+def _evidence_summary(check: Check, result: CheckResult) -> str:
+    return CHECK_WORDING[check.type].summarize(check, result.evidence)
 
 
 def _location(scenario: Scenario, pointer: str) -> Location | None:
@@ -142,31 +240,6 @@ def _outcome(result: TrialResult | None) -> AgentOutcome | None:
         errored_checks=[c.index for c in checks if c.verdict == "error"],
         error=result.error,
     )
-
-
-def _evidence_summary(check: Check, result: CheckResult) -> str:
-    evidence = result.evidence
-    if isinstance(check, CommandCheck):
-        parts = [f"exit {evidence.get('exit')}, expected {evidence.get('expectExit')}"]
-        if evidence.get("timedOut"):
-            parts.append(f"timed out after {check.timeout_ms}ms")
-        if "outputMatches" in evidence and evidence.get("exit") == evidence.get("expectExit"):
-            parts.append(f"output does not match {check.output_matches!r}")
-        output = str(evidence.get("output", ""))[-_OUTPUT_CHARS:]
-        if output:
-            parts.append(f"output: {output}")
-        return "; ".join(parts)
-    if isinstance(check, FileContainsCheck):
-        if "exists" in evidence:
-            return f"{check.path} is not a regular file" + (
-                "" if evidence["exists"] else " (it does not exist)"
-            )
-        return f"{check.path} does not contain {check.pattern!r}"
-    if check.type in ("file-exists", "file-absent"):
-        return f"{check.path} {'exists' if evidence.get('exists') else 'does not exist'}"
-    if check.type == "file-unchanged":
-        return f"{check.path} changed"
-    return json.dumps(evidence, ensure_ascii=False)[:_OUTPUT_CHARS]
 
 
 def _agents(names: list[str]) -> str:

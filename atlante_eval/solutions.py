@@ -253,7 +253,7 @@ def _make_parents(sandbox: Path, relative: str) -> None:
             current.mkdir()
             continue
         if stat.S_ISLNK(info.st_mode):
-            raise UnsafePathError(f"path traverses a symbolic link at {relative}")
+            raise UnsafePathError(f"path traverses a symbolic link at {relative}", reason="symlink")
         if not stat.S_ISDIR(info.st_mode):
             raise SolutionError(f"cannot write {relative}: a parent is not a directory")
 

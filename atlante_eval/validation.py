@@ -13,11 +13,12 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from .choices import CheckType
 from .diagnostics import Diagnostic, Location, error
 from .jsondoc import locate_pointers, pointer_from_loc
 from .paths import sandbox_path_problem
@@ -70,9 +71,7 @@ SandboxPath = Annotated[str, Field(min_length=1), AfterValidator(_check_sandbox_
 Regex = Annotated[str, Field(min_length=1), AfterValidator(_check_regex)]
 
 #: Discriminator values of the check union; pydantic puts them in error locations.
-CHECK_TAGS = frozenset(
-    {"command", "file-exists", "file-absent", "file-unchanged", "file-contains", "diff-allowlist"}
-)
+CHECK_TAGS: frozenset[str] = frozenset(get_args(CheckType))
 
 
 _NO_VALUE = object()

@@ -86,6 +86,9 @@ class InstantHost:
     async def probe(self) -> None:
         """Nothing to probe."""
 
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every ``--pass-env`` name."""
+
     def prepare(self, context: TrialContext) -> None:
         """Write nothing."""
 

@@ -34,6 +34,9 @@ class StandinHost:
     async def probe(self) -> None:
         """Nothing to probe: the stand-in is always available."""
 
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every ``--pass-env`` name."""
+
     def prepare(self, context: TrialContext) -> None:
         """Write a small host config into the sandbox (part of the baseline)."""
         self.prepared.append(context.sandbox)

@@ -610,10 +610,14 @@ async def test_an_unexpected_exception_in_one_check_is_an_error(
     """A bug inside one check becomes that check's error; the next check still runs."""
     from atlante_eval import checks as checks_module
 
-    def broken(*_args: object) -> None:
+    async def broken(*_args: object) -> checks_module.Outcome:
         raise ValueError("kaboom")
 
-    monkeypatch.setattr(checks_module, "_contains", broken)
+    monkeypatch.setitem(
+        checks_module.CHECK_KINDS,
+        "file-contains",
+        checks_module.CheckKind(FileContainsCheck, broken),
+    )
     results = await run_checks(
         [
             FileContainsCheck(type="file-contains", path="README.md", pattern="x"),

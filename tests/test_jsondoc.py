@@ -141,6 +141,38 @@ def test_strict_json_explains_a_trailing_comma() -> None:
     assert (problem.line, problem.column) == (3, 3)
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "column"),
+    [
+        ('{"a": 1,}', 1, 9),
+        ("[1, 2,]", 1, 7),
+        ('{"a": [1,],}', 1, 10),
+        ('{\n  "a": 1,\n}', 3, 1),
+        ("[1,\n  ]", 2, 3),
+    ],
+)
+def test_a_trailing_comma_is_reported_at_its_bracket_on_every_python(
+    text: str, line: int, column: int
+) -> None:
+    """Whether the parser reports the comma (3.13) or the bracket (3.11), the bracket is named."""
+    problem = _parse_error(text, jsonc=False)
+    assert problem.message.startswith("trailing commas are not allowed in strict JSON")
+    assert (problem.line, problem.column) == (line, column)
+
+
+@pytest.mark.parametrize("at_comma", [False, True])
+def test_the_hint_reads_both_parser_positions(at_comma: bool) -> None:
+    """The hint gives the same answer from the 3.11 position and the 3.13 position."""
+    from atlante_eval.jsondoc import _strict_json_hint
+
+    text = '{"a": 1 ,\n }'
+    offset = text.index(",") if at_comma else text.index("}")
+    message, where = _strict_json_hint(text, offset, "parser message")
+    assert message.startswith("trailing commas are not allowed")
+    assert where == text.index("}")
+    assert _strict_json_hint('{"a" 1}', 5, "parser message") == ("parser message", 5)
+
+
 @pytest.mark.parametrize("jsonc", [False, True])
 @pytest.mark.parametrize(
     ("text", "name", "column"),

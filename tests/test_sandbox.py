@@ -6,6 +6,8 @@ import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -15,12 +17,14 @@ from enginekit import make_scenario, native_outputs
 from atlante_eval import process as process_module
 from atlante_eval import sandbox as sandbox_module
 from atlante_eval.sandbox import (
+    Sandbox,
     SandboxError,
     copy_fixture,
     create_run_root,
     file_digest,
     remove_tree,
     resolve_fixture,
+    trial_dirs,
     trial_sandbox,
     write_native_outputs,
 )
@@ -62,6 +66,30 @@ def _git(root: Path, *args: str) -> str:
     ).stdout
 
 
+@asynccontextmanager
+async def _sandbox(
+    project: Path,
+    scenario: Scenario,
+    trial: int,
+    *,
+    prepare: Callable[[Path, Path], None] = _no_host,
+    keep: bool = False,
+) -> AsyncIterator[Sandbox]:
+    """Assemble a sandbox under ``<project>/../run``, owned (and removed) as the engine does."""
+    async with (
+        trial_dirs(keep=keep) as owned,
+        trial_sandbox(
+            project.parent / "run",
+            scenario,
+            trial,
+            native=native_outputs(),
+            prepare_host=prepare,
+            owner=owned,
+        ) as sandbox,
+    ):
+        yield sandbox
+
+
 async def _assemble(
     project: Path,
     scenario: Scenario,
@@ -70,15 +98,7 @@ async def _assemble(
     keep: bool = False,
 ) -> Path:
     """Assemble and leave the sandbox; return the trial directory."""
-    run_root = project.parent / "run"
-    async with trial_sandbox(
-        run_root,
-        scenario,
-        0,
-        native=native_outputs(),
-        prepare_host=prepare,  # type: ignore[arg-type]
-        keep=keep,
-    ) as sandbox:
+    async with _sandbox(project, scenario, 0, prepare=prepare, keep=keep) as sandbox:  # type: ignore[arg-type]
         return sandbox.trial_dir
 
 
@@ -94,13 +114,7 @@ async def test_assembly_copies_fixture_and_native_outputs_then_commits(project: 
     scenario = make_scenario(
         project, fixture="fix", checks=[{"type": "file-unchanged", "path": "README.md"}]
     )
-    async with trial_sandbox(
-        project.parent / "run",
-        scenario,
-        2,
-        native=native_outputs(),
-        prepare_host=_no_host,
-    ) as sandbox:
+    async with _sandbox(project, scenario, 2) as sandbox:
         root = sandbox.root
         assert sandbox.trial_dir == project.parent / "run" / "basic-trial-2"
         assert root == sandbox.trial_dir / "project"
@@ -130,9 +144,7 @@ async def test_host_files_and_setup_output_are_part_of_the_baseline(project: Pat
 
     setup = [PY, "-c", "import os; assert os.path.exists('.host/config.json'); open('gen.txt','w')"]
     scenario = make_scenario(project, fixture="fix", setup=setup)
-    async with trial_sandbox(
-        project.parent / "run", scenario, 0, native=native_outputs(), prepare_host=prepare
-    ) as sandbox:
+    async with _sandbox(project, scenario, 0, prepare=prepare) as sandbox:
         files = _git(sandbox.root, "ls-files").split()
         assert ".host/config.json" in files
         assert "gen.txt" in files
@@ -165,20 +177,17 @@ async def test_cleanup_runs_when_the_body_fails_or_is_cancelled(project: Path) -
     seen: list[Path] = []
 
     async def failing_body() -> None:
-        async with trial_sandbox(
-            project.parent / "run", scenario, 0, native=native_outputs(), prepare_host=_no_host
-        ) as sandbox:
+        async with _sandbox(project, scenario, 0) as sandbox:
             seen.append(sandbox.trial_dir)
             raise RuntimeError("body failed")
 
     with pytest.raises(RuntimeError, match="body failed"):
         await failing_body()
-    with anyio.move_on_after(0.2):
-        async with trial_sandbox(
-            project.parent / "run", scenario, 1, native=native_outputs(), prepare_host=_no_host
-        ) as sandbox:
+    with anyio.CancelScope() as scope:
+        async with _sandbox(project, scenario, 1) as sandbox:
             seen.append(sandbox.trial_dir)
-            await anyio.sleep(10)
+            scope.cancel()
+            await anyio.sleep_forever()
     assert len(seen) == 2
     assert not any(path.exists() for path in seen)
 
@@ -187,9 +196,7 @@ async def test_cleanup_runs_when_the_body_fails_or_is_cancelled(project: Path) -
 async def test_cleanup_removes_read_only_trees_left_by_an_agent(project: Path) -> None:
     """Directories an agent made read-only are still removed."""
     scenario = make_scenario(project, fixture="fix")
-    async with trial_sandbox(
-        project.parent / "run", scenario, 0, native=native_outputs(), prepare_host=_no_host
-    ) as sandbox:
+    async with _sandbox(project, scenario, 0) as sandbox:
         locked = sandbox.root / "locked" / "deeper"
         locked.mkdir(parents=True)
         (locked / "file").write_text("x")
@@ -383,9 +390,7 @@ async def test_setup_inherits_the_full_environment(
     monkeypatch.setenv("ATLANTE_SETUP_ONLY", "visible")
     code = "import os; open('env.txt', 'w').write(os.environ['ATLANTE_SETUP_ONLY'])"
     scenario = make_scenario(project, fixture="fix", setup=[PY, "-c", code])
-    async with trial_sandbox(
-        project.parent / "run", scenario, 0, native=native_outputs(), prepare_host=_no_host
-    ) as sandbox:
+    async with _sandbox(project, scenario, 0) as sandbox:
         assert (sandbox.root / "env.txt").read_text() == "visible"
 
 
@@ -400,9 +405,7 @@ async def test_snapshot_is_null_for_missing_directory_and_symlink(project: Path)
         {"type": "file-unchanged", "path": "link.md"},
     ]
     scenario = make_scenario(project, fixture="fix", setup=setup, checks=checks)
-    async with trial_sandbox(
-        project.parent / "run", scenario, 0, native=native_outputs(), prepare_host=_no_host
-    ) as sandbox:
+    async with _sandbox(project, scenario, 0) as sandbox:
         assert sandbox.snapshot == {
             "README.md": hashlib.sha256(b"hello\n").hexdigest(),
             "absent.txt": None,

@@ -93,6 +93,7 @@ def compare(
         from ..compare_render import render_markdown, render_text
         from ..diagnostics import DiagnosticError, error
         from ..reports_io import load_report, report_path
+        from ..writers import COMPARE_WRITERS
 
         alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
         margin_value = _fraction("--margin", margin, DEFAULT_MARGIN, allow_one=True)
@@ -112,7 +113,7 @@ def compare(
         )
         print_diagnostics(result.diagnostics())
         if markdown is not None and markdown != Path("-"):
-            _write(markdown, render_markdown(result).encode("utf-8"), what="Markdown summary")
+            COMPARE_WRITERS["markdown"].write(result, markdown, option="--markdown")
         if as_json:
             sys.stdout.write(result.to_json())
         elif markdown == Path("-"):
@@ -145,15 +146,16 @@ def junit(
     """
 
     def action() -> int:
-        from ..junit import junit_xml, write_junit
         from ..reports_io import load_report
+        from ..writers import RUN_REPORT_WRITERS
 
         loaded = load_report(report)
+        writer = RUN_REPORT_WRITERS["junit"]
         if output is None:
-            sys.stdout.buffer.write(junit_xml(loaded))
+            sys.stdout.buffer.write(writer.render(loaded))
             sys.stdout.flush()
         else:
-            write_junit(loaded, output)
+            writer.write(loaded, output, option="--output")
         return 0
 
     raise typer.Exit(guarded(action))
@@ -252,20 +254,9 @@ def _fraction(flag: str, raw: str | None, default: float, *, allow_one: bool) ->
 
 
 def _write(path: Path, data: bytes, *, what: str, replace: bool = True) -> None:
-    from ..diagnostics import DiagnosticError, error
-    from ..publish import PublishError, atomic_write
+    from ..publish import PublishError, atomic_write, report_failed
 
     try:
         atomic_write(path, data, replace=replace)
     except PublishError as exc:
-        raise DiagnosticError(
-            [
-                error(
-                    "eval-report-failed",
-                    f"could not write the {what}: {exc}",
-                    source=str(path),
-                    cause=str(exc),
-                    next="choose a writable path and try again",
-                )
-            ]
-        ) from None
+        raise report_failed(path, exc, action=f"write the {what}") from None

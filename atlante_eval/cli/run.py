@@ -187,10 +187,10 @@ def _write_junit(report: RunReport, path: Path | None) -> int:
     if path is None:
         return 0
     from ..diagnostics import DiagnosticError
-    from ..junit import write_junit
+    from ..writers import RUN_REPORT_WRITERS
 
     try:
-        write_junit(report, path)
+        RUN_REPORT_WRITERS["junit"].write(report, path, option="--junit")
     except DiagnosticError as exc:
         print_diagnostics(exc.diagnostics)
         return exc.exit_code

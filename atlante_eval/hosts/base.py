@@ -31,6 +31,7 @@ __all__ = [
     "HostError",
     "SessionEnd",
     "SessionUsage",
+    "StreamParser",
     "TrialContext",
     "model_version_of",
     "run_json_stream",
@@ -176,9 +177,16 @@ class Host(Protocol):
         """
         ...
 
-    # Optional: a host may also define ``check_pass_env(names: Sequence[str]) -> None``
-    # raising HostError for ``--pass-env`` names it refuses; the run checks it once,
-    # before any trial (``invalid-option``, exit 2).
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Refuse ``--pass-env`` names this host would refuse for every trial.
+
+        The run calls it once, before any trial (``invalid-option``, exit 2); a host
+        that accepts every name does nothing.
+
+        Raises:
+            HostError: naming the refused variable.
+        """
+        ...
 
     async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
         """Run one agent session in ``context.sandbox``, streaming usage into ``usage``.
@@ -186,6 +194,18 @@ class Host(Protocol):
         Must be cancellable at any point: the engine cancels it for timeouts and
         token budgets, and the host's processes must be gone when it returns.
         """
+        ...
+
+
+class StreamParser(Protocol):
+    """Reads one host's decoded JSON events into a :class:`SessionUsage`, with no I/O."""
+
+    usage: SessionUsage
+    error: str | None
+    """The first error the stream reported, summarised (``None``: none)."""
+
+    def feed(self, event: Mapping[str, Any]) -> None:
+        """Account for one event."""
         ...
 
 
@@ -248,6 +268,9 @@ class CliHost:
     def version(self) -> str | None:
         """The probed version."""
         return self._version
+
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every ``--pass-env`` name (hosts that refuse some override this)."""
 
     @property
     def executable(self) -> str | None:

@@ -1,0 +1,128 @@
+"""One run's lifecycle: reserve its directory, run it, finalize and publish its report.
+
+:func:`run_lifecycle` is the one owner of a run's directory and temporary run
+root. Every caller that runs an engine (``run``, ``selftest``) enters it with
+the run's :class:`~atlante_eval.report.Meta` and a function that assembles the
+scenario results; inside, it builds and runs its engine on
+:attr:`ActiveRun.run_root`. On the way out, also on error or cancellation and
+under a shielded scope, the run root is removed (unless ``keep``), the report is
+finalized (end time, wall time, ``interrupted``) and published as
+``report.json`` in the reserved directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from .publish import ReportDir, new_run_id, report_base, reserve_report_dir
+from .report import REPORT_FILE, Meta, RunReport, ScenarioResult, utc_timestamp
+from .results import finalize
+from .sandbox import create_run_root, remove_tree
+
+__all__ = ["ActiveRun", "EndHook", "ScenarioResults", "run_lifecycle"]
+
+#: Assembles the report's scenarios; called with whether the run stopped part-way.
+ScenarioResults = Callable[[bool], Mapping[str, ScenarioResult]]
+#: Called (shielded) once the report is published, even when the run was cancelled.
+EndHook = Callable[["ActiveRun"], Awaitable[None]]
+
+
+@dataclass
+class ActiveRun:
+    """A run in progress: its reserved directory, its run root, and its report once out."""
+
+    report_dir: ReportDir
+    run_root: Path
+    """The temporary directory that holds the trial sandboxes."""
+    stopped: bool = False
+    """Set by the caller when the run stopped part-way; cancellation sets it too."""
+    report: RunReport | None = None
+    """The published report (set on the way out)."""
+    report_path: Path | None = None
+    """Where the report was published (set on the way out)."""
+
+    @property
+    def run_id(self) -> str:
+        """The run id (the reserved directory's name)."""
+        return self.report_dir.run_id
+
+    @property
+    def run_dir(self) -> Path:
+        """The reserved run directory."""
+        return self.report_dir.path
+
+    def publish(self, name: str, data: bytes) -> Path:
+        """Write another file into the run directory (see :meth:`ReportDir.publish`)."""
+        return self.report_dir.publish(name, data)
+
+
+@asynccontextmanager
+async def run_lifecycle(
+    *,
+    project_root: Path,
+    out: Path | None,
+    meta: Meta,
+    keep: bool,
+    results: ScenarioResults,
+    partial: bool = True,
+    on_end: EndHook | None = None,
+) -> AsyncIterator[ActiveRun]:
+    """Reserve a run directory and a run root; publish the run's report on the way out.
+
+    Args:
+        project_root: the project; the report goes under ``.atlante/eval`` unless ``out``.
+        out: the report base directory given by the user, if any.
+        meta: the run's metadata; end time and wall time are filled in on the way out.
+        keep: keep the run root (its path is recorded in the report).
+        results: assembles the report's scenarios from what the body recorded.
+        partial: when the body raises (or is cancelled), still publish the report
+            with what finished (``True``), or discard the empty run directory.
+        on_end: called after publishing, shielded, also on cancellation.
+
+    Raises:
+        DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
+            be reserved or the report cannot be published.
+    """
+    report_dir = reserve_report_dir(
+        report_base(project_root, out),
+        new_run_id(),
+        project_root=project_root if out is None else None,
+    )
+    run = ActiveRun(report_dir=report_dir, run_root=create_run_root())
+    started = time.monotonic()
+    failed = False
+    try:
+        yield run
+    except BaseException:
+        failed = True
+        run.stopped = True
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            if not keep:
+                await anyio.to_thread.run_sync(remove_tree, run.run_root)
+            if failed and not partial:
+                with contextlib.suppress(OSError):
+                    run.run_dir.rmdir()  # nothing was published into the reserved directory
+            else:
+                ended = meta.model_copy(
+                    update={
+                        "ended_at": utc_timestamp(),
+                        "wall_time_ms": int((time.monotonic() - started) * 1000),
+                        "run_root": str(run.run_root) if keep else None,
+                        "interrupted": True if run.stopped else None,
+                    }
+                )
+                run.report = finalize(
+                    RunReport(run_id=run.run_id, meta=ended, scenarios=dict(results(run.stopped)))
+                )
+                run.report_path = run.publish(REPORT_FILE, run.report.to_json().encode("utf-8"))
+                if on_end is not None:
+                    await on_end(run)

@@ -1,0 +1,61 @@
+"""Every per-host, per-check and per-format table has exactly the keys of its Literal."""
+
+from __future__ import annotations
+
+import typing
+from typing import get_args
+
+from atlante_eval.checks import CHECK_KINDS
+from atlante_eval.choices import CheckType, HostName
+from atlante_eval.hosts.registry import HOST_FACTORIES, STREAM_PARSERS
+from atlante_eval.native import MANIFESTS
+from atlante_eval.scenarios import Check
+from atlante_eval.selftest_findings import CHECK_WORDING
+from atlante_eval.validation import CHECK_TAGS
+from atlante_eval.writers import (
+    COMPARE_WRITERS,
+    RUN_REPORT_WRITERS,
+    CompareFormat,
+    RunReportFormat,
+)
+
+
+def _union_tags() -> set[str]:
+    """The ``type`` literal of every member of the scenario check union."""
+    union = get_args(Check)[0]
+    return {get_args(member.model_fields["type"].annotation)[0] for member in get_args(union)}
+
+
+def test_host_tables_have_exactly_the_host_names() -> None:
+    """Factories, stream parsers and native manifests cover every HostName, and no other."""
+    names = set(get_args(HostName))
+    assert set(HOST_FACTORIES) == names
+    assert set(STREAM_PARSERS) == names
+    assert set(MANIFESTS) == names
+
+
+def test_the_project_config_accepts_exactly_the_host_names() -> None:
+    """eval.host and eval.hosts are typed with the same HostName literal."""
+    from atlante_eval.project import EvalConfig
+
+    hints = typing.get_type_hints(EvalConfig)
+    assert hints["host"] is HostName
+
+
+def test_check_tables_have_exactly_the_check_types() -> None:
+    """The check union, its runners, selftest wording and the validation tags agree."""
+    types = set(get_args(CheckType))
+    assert _union_tags() == types
+    assert set(CHECK_KINDS) == types
+    assert set(CHECK_WORDING) == types
+    assert types == CHECK_TAGS
+    for tag, kind in CHECK_KINDS.items():
+        assert get_args(kind.model.model_fields["type"].annotation) == (tag,)
+    for tag, wording in CHECK_WORDING.items():
+        assert wording.model is CHECK_KINDS[tag].model
+
+
+def test_writer_tables_have_exactly_their_formats() -> None:
+    """Each writer table has exactly the formats its Literal names."""
+    assert set(RUN_REPORT_WRITERS) == set(get_args(RunReportFormat))
+    assert set(COMPARE_WRITERS) == set(get_args(CompareFormat))
