@@ -5,8 +5,10 @@ or by default the newest real run of a project: selftest runs are skipped).
 :func:`run_view`, :func:`scenario_view` and :func:`trial_view` turn a report into
 frozen models; ``show --json`` prints them, :mod:`atlante_eval.show_render` draws
 them. A trial's transcript (``trials/<scenario>/<i>/transcript.jsonl`` in the run
-directory) is read entry by entry into a timeline; unknown kinds are kept as
-``raw`` entries. All text in these models is as recorded (untrusted): renderers
+directory) is read entry by entry into a timeline, by the field names of the
+transcript format (docs/transcripts.md: ``kind``, ``t``, and per kind e.g.
+``toolKind``, ``durationMs``, ``costUsd``); unknown kinds and lines that are not
+JSON are kept as ``raw`` entries. All text in these models is as recorded (untrusted): renderers
 escape it.
 """
 

@@ -218,7 +218,7 @@ def _stamp(t: int | None) -> str:
 
 
 def _tool_text(data: dict[str, Any]) -> str:
-    parts = [f"{_safe(data.get('kind', 'other'), 20)} {_safe(data.get('name', '?'), 60)}"]
+    parts = [f"{_safe(data.get('name', '?'), 60)} ({_safe(data.get('toolKind', 'other'), 20)})"]
     if data.get("input") is not None:
         parts.append(_safe(data["input"]))
     status = data.get("status")
