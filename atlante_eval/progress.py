@@ -109,15 +109,16 @@ class ProgressPrinter:
     def __enter__(self) -> ProgressPrinter:
         if self.live_enabled:
             self._console = Console(file=self.stream, highlight=False, soft_wrap=True)
-            # Redirecting sys.stdout/sys.stderr makes every other writer (logs, notices)
-            # print above the status line instead of through it.
+            # Redirecting sys.stderr makes every other writer to it (logs, notices) print
+            # above the status line instead of through it. stdout stays untouched: it
+            # carries data (--json) that must not end up on stderr.
             self._live = Live(
                 _Status(self),
                 console=self._console,
                 transient=True,
                 auto_refresh=True,
                 refresh_per_second=4,
-                redirect_stdout=True,
+                redirect_stdout=False,
                 redirect_stderr=True,
             )
             self._live.start()
