@@ -27,7 +27,7 @@ def show(
     run: Annotated[
         str | None,
         typer.Argument(
-            metavar="[RUN]",
+            metavar="RUN",
             help="A run directory, its report.json, or a run id (default: the newest run "
             "of the project, selftests skipped).",
             show_default=False,
@@ -36,7 +36,7 @@ def show(
     target: Annotated[
         str | None,
         typer.Argument(
-            metavar="[SCENARIO[:I]]",
+            metavar="SCENARIO[:I]",
             help="Show this scenario's trials, or with :I its trial I in full.",
             show_default=False,
         ),
