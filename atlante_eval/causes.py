@@ -24,6 +24,7 @@ __all__ = [
     "EVIDENCE_WIDTH",
     "CheckFailure",
     "check_failures",
+    "describe_failure",
     "evidence_line",
     "first_line",
     "no_graded_note",
@@ -171,12 +172,17 @@ class CheckFailure:
 
     def describe(self) -> str:
         """``check 2 file-contains failed 2/3`` (and ``errored 1/3`` when it did)."""
-        parts = []
-        if self.failed:
-            parts.append(f"failed {self.failed}/{self.graded}")
-        if self.errored:
-            parts.append(f"errored {self.errored}/{self.graded}")
-        return f"check {self.index} {printable(self.type)} {', '.join(parts)}"
+        return describe_failure(self.index, self.type, self.failed, self.errored, self.graded)
+
+
+def describe_failure(index: int, kind: str, failed: int, errored: int, graded: int) -> str:
+    """``check 2 file-contains failed 2/3, errored 1/3``: one check's failures, escaped."""
+    parts = []
+    if failed:
+        parts.append(f"failed {failed}/{graded}")
+    if errored:
+        parts.append(f"errored {errored}/{graded}")
+    return f"check {index} {printable(kind)} {', '.join(parts)}"
 
 
 def check_failures(result: ScenarioResult) -> list[CheckFailure]:

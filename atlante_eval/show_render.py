@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.syntax import Syntax
 from rich.text import Text
 
+from .causes import describe_failure
 from .progress import CAUSE_SEPARATOR, format_duration
 from .show import CheckView, RunView, ScenarioSummary, ScenarioView, TimelineEntry, TrialView
 from .terminal import printable, shorten
@@ -95,17 +96,10 @@ def _summary_line(summary: ScenarioSummary) -> Text:
 
 
 def _failing_lines(summary: ScenarioSummary) -> list[Text]:
-    lines = []
-    for check in summary.failing_checks:
-        parts = []
-        if check.failed:
-            parts.append(f"failed {check.failed}/{check.graded}")
-        if check.errored:
-            parts.append(f"errored {check.errored}/{check.graded}")
-        lines.append(
-            Text(f"  check {check.index} {printable(check.type)} {', '.join(parts)}", style="red")
-        )
-    return lines
+    return [
+        Text("  " + describe_failure(c.index, c.type, c.failed, c.errored, c.graded), style="red")
+        for c in summary.failing_checks
+    ]
 
 
 def render_run(view: RunView, console: Console) -> None:
