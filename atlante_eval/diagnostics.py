@@ -71,6 +71,7 @@ CODES: dict[str, str] = {
     "eval-report-failed": "The report could not be written.",
     "eval-resume-mismatch": "--resume points at a run directory that cannot be resumed.",
     "last-failed": "Which scenarios --last-failed selected, and from which report.",
+    "eval-sessions-exceed-budget": "The plan needs more host sessions than maxSessions allows.",
     "report-unreadable": "A report file given to compare, merge or junit cannot be read.",
     "merge-mismatch": "Reports given to merge are not the complete shards of one run.",
     "compare-host-differs": "compare: the two runs used different hosts or host versions.",

@@ -362,6 +362,7 @@ class Engine:
                 verdict="timeout",
                 budget_unmonitored=unmonitored,
                 error=f"trial exceeded {planned.timeout_ms}ms",
+                timeout_ms=planned.timeout_ms,
             )
         if end.error is not None:
             return TrialResult(**base, verdict="infra-error", error=end.error)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .diagnostics import Diagnostic
-from .report import ScenarioResult, TrialResult
+from .report import MetaConfig, ScenarioResult, TrialResult
 
 __all__ = [
     "DiagnosticNotice",
@@ -38,6 +38,8 @@ class RunStarted:
     total: int
     jobs: int
     host: str
+    config: MetaConfig | None = None
+    """The resolved run budget (names the limits in cause lines)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,21 @@ def get_logger(name: str) -> structlog.stdlib.BoundLogger:
     return logger
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler writing to whatever ``sys.stderr`` is when a record is emitted.
+
+    While the CLI's live status line runs, ``sys.stderr`` is redirected through it,
+    so log lines are printed above the status line instead of garbling it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.setStream(sys.stderr)
+        super().emit(record)
+
+
 def configure_logging(fmt: LogFormat) -> None:
     """Send ``atlante_eval`` events to stderr as JSON lines or console text, or nowhere."""
     root = logging.getLogger("atlante_eval")
@@ -50,7 +65,7 @@ def configure_logging(fmt: LogFormat) -> None:
         if fmt == "json"
         else structlog.dev.ConsoleRenderer(colors=False)
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[

@@ -6,6 +6,7 @@ trial index. Whatever order trials finish in, the report lists them in plan orde
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from .diagnostics import DiagnosticError, error
@@ -13,7 +14,14 @@ from .project import MAX_TRIALS, Budget
 from .report import MetaConfig
 from .scenarios import CHECK_TIMEOUT_DEFAULT_MS, SETUP_TIMEOUT_MS, Scenario
 
-__all__ = ["Plan", "PlannedTrial", "make_plan", "parse_trials", "resolve_budget"]
+__all__ = [
+    "Plan",
+    "PlannedTrial",
+    "budget_skips",
+    "make_plan",
+    "parse_trials",
+    "resolve_budget",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +95,15 @@ def make_plan(scenarios: tuple[Scenario, ...], config: MetaConfig) -> Plan:
                 )
             )
     return Plan(trials=tuple(trials), config=config, scenarios=ordered)
+
+
+def budget_skips(plan: Plan, positions: Sequence[int], decided: Collection[int] = ()) -> int:
+    """How many trials at ``positions`` ``maxSessions`` will skip if every trial starts a session.
+
+    Trial *k* of the plan is skipped when the trials before it took ``maxSessions``
+    sessions; trials in ``decided`` (reused by ``--resume``) are never skipped. A
+    trial whose sandbox cannot be assembled takes no session, so the real count
+    can only be lower.
+    """
+    limit = plan.config.max_sessions
+    return sum(1 for p in positions if p not in decided and p >= limit)

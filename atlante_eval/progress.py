@@ -2,10 +2,15 @@
 
 With one job, progress lines are the reference's (``== name``, ``trial 0
 running...``, ``trial 0: pass (98ms)``, ``name: 1/1 trials passed``). With
-parallel trials every line is prefixed with its scenario name. On an interactive
-stderr a live status line (done/total, running, pass/fail, elapsed) stays at the
-bottom, and lines are grey; piped output or a non-empty ``NO_COLOR`` gives plain
-lines.
+parallel trials every line is prefixed with its scenario name. A trial that did
+not pass gets its cause after the reference's line (``trial 0: fail (98ms) —
+check 2 file-contains: ...``, see :mod:`atlante_eval.causes`). On an interactive
+stderr a live status line (done/total, running, pass/fail, elapsed, ticking every
+second) stays at the bottom and owns the terminal: progress lines and anything
+written to ``sys.stderr`` meanwhile (``--log-format`` logs) are printed above it.
+Lines are grey there; piped output or a non-empty ``NO_COLOR`` gives plain lines.
+Untrusted text (scenario names, errors, evidence) is shown with its control
+characters escaped.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from .causes import check_failures, no_graded_note, trial_cause, verdict_counts
 from .events import (
     DiagnosticNotice,
     ProgressEvent,
@@ -30,15 +36,24 @@ from .events import (
     TrialFinished,
     TrialStarted,
 )
-from .report import RunReport, TrialResult
-from .terminal import use_color
+from .report import MetaConfig, RunReport, ScenarioResult, TrialResult
+from .terminal import printable, use_color
 
-__all__ = ["ProgressPrinter", "format_duration", "render_summary", "use_color"]
+__all__ = [
+    "ProgressPrinter",
+    "format_duration",
+    "render_summary",
+    "trial_detail",
+    "trial_line",
+    "use_color",
+]
 
 _GREY = "\x1b[90m"
 _YELLOW = "\x1b[33m"
 _GREEN = "\x1b[32m"
 _RESET = "\x1b[0m"
+#: Separates the reference's trial line from the cause.
+CAUSE_SEPARATOR = " — "
 
 
 def format_duration(ms: int) -> str:
@@ -58,6 +73,23 @@ def trial_detail(result: TrialResult) -> str:
     return " · ".join(parts)
 
 
+def trial_line(result: TrialResult, config: MetaConfig | None = None, *, prefix: str = "") -> str:
+    """``trial 0: fail (98ms) — check 2 file-contains: ...``: the reference's line and the cause."""
+    line = f"{prefix}trial {result.i}: {result.verdict} ({trial_detail(result)})"
+    cause = trial_cause(result, config)
+    return line if cause is None else f"{line}{CAUSE_SEPARATOR}{cause}"
+
+
+class _Status:
+    """The live status line, rendered afresh on every refresh so its clock ticks."""
+
+    def __init__(self, printer: ProgressPrinter) -> None:
+        self.printer = printer
+
+    def __rich__(self) -> Text:
+        return self.printer.status()
+
+
 class ProgressPrinter:
     """Turns progress events into stderr lines and an optional live status line."""
 
@@ -66,7 +98,8 @@ class ProgressPrinter:
         self.color = use_color(stream)
         self.live_enabled = self.color if live is None else live
         self.parallel = False
-        self.total = 0
+        self.total: int | None = None
+        self.config: MetaConfig | None = None
         self.running: set[tuple[str, int]] = set()
         self.verdicts: Counter[str] = Counter()
         self.started = time.monotonic()
@@ -76,8 +109,17 @@ class ProgressPrinter:
     def __enter__(self) -> ProgressPrinter:
         if self.live_enabled:
             self._console = Console(file=self.stream, highlight=False, soft_wrap=True)
+            # Redirecting sys.stderr makes every other writer to it (logs, notices) print
+            # above the status line instead of through it. stdout stays untouched: it
+            # carries data (--json) that must not end up on stderr.
             self._live = Live(
-                self._status(), console=self._console, transient=True, auto_refresh=True
+                _Status(self),
+                console=self._console,
+                transient=True,
+                auto_refresh=True,
+                refresh_per_second=4,
+                redirect_stdout=False,
+                redirect_stderr=True,
             )
             self._live.start()
         return self
@@ -88,23 +130,28 @@ class ProgressPrinter:
             self._live = None
 
     def _line(self, text: str) -> None:
+        text = printable(text, multiline=True)
         if self._console is not None:
-            self._console.print(Text.from_ansi(f"{_GREY}{text}{_RESET}"))
+            self._console.print(Text(text, style="bright_black"))
         else:
             rendered = f"{_GREY}{text}{_RESET}" if self.color else text
             self.stream.write(rendered + "\n")
             self.stream.flush()
         if self._live is not None:
-            self._live.update(self._status())
+            self._live.refresh()
 
-    def _status(self) -> Text:
-        done = sum(self.verdicts.values())
+    def status(self) -> Text:
+        """The status line: totals, what runs, verdicts so far and the elapsed time."""
         elapsed = int(time.monotonic() - self.started)
+        clock = f"{elapsed // 60}:{elapsed % 60:02d}"
+        if self.total is None:
+            return Text(f"preparing the run · {clock}")
+        done = sum(self.verdicts.values())
         others = done - self.verdicts["pass"] - self.verdicts["fail"]
         return Text(
             f"{done}/{self.total} done · {len(self.running)} running · "
             f"{self.verdicts['pass']} pass · {self.verdicts['fail']} fail · {others} other · "
-            f"{elapsed // 60}:{elapsed % 60:02d}"
+            f"{clock}"
         )
 
     def __call__(self, event: ProgressEvent) -> None:
@@ -118,6 +165,7 @@ class ProgressPrinter:
             self._line(format_diagnostic(event.diagnostic))
         elif isinstance(event, RunStarted):
             self.total = event.total
+            self.config = event.config
             self.parallel = event.jobs > 1
         elif isinstance(event, ScenarioStarted):
             if not self.parallel:
@@ -128,10 +176,7 @@ class ProgressPrinter:
         elif isinstance(event, TrialFinished):
             self.running.discard((event.scenario, event.trial))
             self.verdicts[event.result.verdict] += 1
-            self._line(
-                f"{prefix}trial {event.trial}: {event.result.verdict} "
-                f"({trial_detail(event.result)})"
-            )
+            self._line(trial_line(event.result, self.config, prefix=prefix))
         elif isinstance(event, ScenarioFinished):
             stats = event.result.stats
             executed = stats.executed if stats else len(event.result.trials)
@@ -141,7 +186,33 @@ class ProgressPrinter:
             else:
                 self._line(f"{event.scenario}: {passed}/{executed} trials passed")
         elif isinstance(event, RunFinished) and self._live is not None:
-            self._live.update(self._status())
+            self._live.refresh()
+
+
+def _verdict_lines(result: ScenarioResult, config: MetaConfig | None) -> list[str]:
+    """``  check 2 file-contains failed 2/3`` and ``  timeout 1/3: timeout after ...``."""
+    lines = [f"  {failure.describe()}" for failure in check_failures(result)]
+    counts = verdict_counts(result)
+    total = len(result.trials)
+    for verdict in ("timeout", "budget-exceeded", "infra-error", "skipped-budget"):
+        if not counts[verdict]:
+            continue
+        first = next(t for t in result.trials if t.verdict == verdict)
+        cause = trial_cause(first, config)
+        lines.append(f"  {verdict} {counts[verdict]}/{total}: {cause}")
+    return lines
+
+
+def scenario_line(name: str, result: ScenarioResult) -> str:
+    """``name: pass 67% · mean 98ms · p95 120ms``, or ``name: not run (3 skipped-budget)``."""
+    note = no_graded_note(result)
+    if note is not None:
+        return f"{printable(name)}: {note}"
+    return (
+        f"{printable(name)}: pass {round(result.pass_rate * 100)}% · "
+        f"mean {format_duration(result.mean_duration_ms)} · "
+        f"p95 {format_duration(result.spread.duration_p95_ms)}"
+    )
 
 
 def render_summary(report: RunReport, report_path: Path, *, color: bool) -> str:
@@ -150,7 +221,11 @@ def render_summary(report: RunReport, report_path: Path, *, color: bool) -> str:
     def paint(code: str, text: str) -> str:
         return f"{code}{text}{_RESET}" if color else text
 
-    lines = [f"eval {report.run_id}", f"host {report.meta.host} · model {report.meta.model}"]
+    meta = report.meta
+    lines = [
+        f"eval {printable(report.run_id)}",
+        f"host {printable(meta.host)} · model {printable(meta.model)}",
+    ]
     if any(t.budget_unmonitored for t in report.all_trials()):
         lines.append(
             f"{paint(_YELLOW, 'warning:')} token budget unmonitored for one or more trials "
@@ -158,25 +233,22 @@ def render_summary(report: RunReport, report_path: Path, *, color: bool) -> str:
         )
     for name, result in report.scenarios.items():
         lines.append("")
-        lines.append(
-            f"{name}: pass {round(result.pass_rate * 100)}% · "
-            f"mean {format_duration(result.mean_duration_ms)} · "
-            f"p95 {format_duration(result.spread.duration_p95_ms)}"
-        )
-    totals = report.meta.totals
+        lines.append(scenario_line(name, result))
+        lines.extend(_verdict_lines(result, meta.config))
+    totals = meta.totals
     if totals is not None and totals.trials:
         counts = " · ".join(f"{verdict} {count}" for verdict, count in totals.verdicts.items())
         lines.append("")
         lines.append(f"trials {totals.trials} · {counts}")
         if totals.tokens or totals.cost:
             lines.append(f"tokens {totals.tokens} · cost ${totals.cost:.4f}")
-    if report.meta.run_root:
+    if meta.run_root:
         lines.append("")
-        lines.append(f"sandboxes kept in {report.meta.run_root}")
+        lines.append(f"sandboxes kept in {printable(meta.run_root)}")
     lines.append("")
     try:
         shown = os.path.relpath(report_path)
     except ValueError:
         shown = str(report_path)
-    lines.append(f"{paint(_GREEN, 'report')} {paint(_GREY, shown)}")
+    lines.append(f"{paint(_GREEN, 'report')} {paint(_GREY, printable(shown))}")
     return "\n".join(lines)

@@ -132,6 +132,8 @@ class TrialResult(OutputModel):
     """Earlier infra-error attempts, with ``--retry-infra`` (additive)."""
     reused: bool | None = None
     """Reused from an earlier run with ``--resume`` (additive)."""
+    timeout_ms: int | None = None
+    """The session timeout the trial hit, on a ``timeout`` verdict (additive)."""
 
 
 class Spread(OutputModel):

@@ -32,7 +32,7 @@ from .journal import Journal, read_journal
 from .lifecycle import ActiveRun, run_lifecycle
 from .logs import get_logger
 from .options import DEFAULT_JOBS, RunOptions, run_options
-from .plan import Plan, PlannedTrial, make_plan, resolve_budget
+from .plan import Plan, PlannedTrial, budget_skips, make_plan, resolve_budget
 from .publish import report_base
 from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
@@ -212,6 +212,18 @@ def _last_failed(
     return suite.scenarios, note
 
 
+def _budget_warning(plan: Plan, planned: int, skips: int) -> Diagnostic:
+    """``eval-sessions-exceed-budget``: how many trials maxSessions will skip."""
+    limit = plan.config.max_sessions
+    return warning(
+        "eval-sessions-exceed-budget",
+        f"{skips} of {planned} trial(s) will be skipped-budget: the plan needs "
+        f"{len(plan.trials)} host sessions and eval.budget.maxSessions allows {limit}",
+        next=f"raise eval.budget.maxSessions to {len(plan.trials)}, "
+        "or run fewer trials (--trials, --scenario)",
+    )
+
+
 def _check_pass_env(host: Host, names: Sequence[str]) -> None:
     """Refuse, before any trial, ``--pass-env`` names the host would refuse per trial."""
     if not names:
@@ -311,6 +323,9 @@ async def execute_run(
         if options.resume is not None
         else {}
     )
+    skips = budget_skips(plan, positions, reused)
+    if skips:
+        await call_sink(on_event, DiagnosticNotice(_budget_warning(plan, len(positions), skips)))
     control = control or RunControl()
     meta = Meta(
         atlante=__version__,
@@ -374,7 +389,13 @@ async def execute_run(
                 try:
                     await call_sink(
                         on_event,
-                        RunStarted(run.run_id, len(positions), options.jobs, runner_host.name),
+                        RunStarted(
+                            run.run_id,
+                            len(positions),
+                            options.jobs,
+                            runner_host.name,
+                            plan.config,
+                        ),
                     )
                     for position, result in sorted(reused.items()):
                         await progress.trial_done(plan.trials[position], result)

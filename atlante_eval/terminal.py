@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 
-__all__ = ["use_color"]
+__all__ = ["printable", "shorten", "use_color"]
+
+# C0 controls (newline and tab handled apart), DEL, C1 controls, and the Unicode
+# bidirectional overrides and isolates that reorder what a terminal shows.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_LINE_BREAKS = re.compile("\r\n|[\n\r\t]")
 
 
 def use_color(stream: object) -> bool:
@@ -13,3 +19,28 @@ def use_color(stream: object) -> bool:
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, multiline: bool = False) -> str:
+    r"""Return untrusted ``text`` safe for a terminal: control characters shown as ``\xNN``.
+
+    Escape sequences (``ESC[...``) therefore print as text instead of acting. Unless
+    ``multiline``, line breaks and tabs become spaces, so the result is one line.
+    """
+    if not multiline:
+        text = _LINE_BREAKS.sub(" ", text)
+    else:
+        text = text.replace("\r\n", "\n").replace("\r", "\\r")
+    return _CONTROL.sub(_escape, text)
+
+
+def shorten(text: str, width: int) -> str:
+    """Cut ``text`` to at most ``width`` characters, marking the cut with ``…``."""
+    if len(text) <= width:
+        return text
+    return text[: max(0, width - 1)].rstrip() + "…"

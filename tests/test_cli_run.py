@@ -119,10 +119,13 @@ def test_skipped_trials_exit_1_and_print_reference_progress(tmp_path: Path) -> N
     assert result.exit_code == 1
     lines = re.sub(r"\(\d+ms", "(Nms", result.stderr).splitlines()
     assert lines == [
+        "warning [eval-sessions-exceed-budget]: 1 of 2 trial(s) will be skipped-budget: "
+        "the plan needs 2 host sessions and eval.budget.maxSessions allows 1",
+        "next: raise eval.budget.maxSessions to 2, or run fewer trials (--trials, --scenario)",
         "== cli-happy",
         "trial 0 running...",
         "trial 0: pass (Nms · $0.0100 · 120 tokens)",
-        "trial 1: skipped-budget (Nms)",
+        "trial 1: skipped-budget (Nms) — maxSessions 1 reached: the trial did not start",
         "cli-happy: 1/1 trials passed",
     ]
     assert "trial 1: skipped-budget (0ms)" in result.stderr
@@ -146,15 +149,19 @@ def test_parallel_progress_lines_are_prefixed_with_the_scenario(tmp_path: Path) 
             assert any(line.startswith(f"{name} trial {trial}") for line in lines)
     assert "alpha: 2/2 trials passed" in lines
     assert "beta: 0/1 trials passed" in lines
-    assert any(re.fullmatch(r"beta trial 1: skipped-budget \(0ms\)", line) for line in lines)
+    assert any(
+        re.fullmatch(r"beta trial 1: skipped-budget \(0ms\) — maxSessions 3 reached.*", line)
+        for line in lines
+    )
 
 
 def test_all_skipped_scenario_says_no_trials_executed(tmp_path: Path) -> None:
-    """A scenario whose trials were all skipped prints 'no trials executed'."""
+    """A scenario whose trials were all skipped prints 'no trials executed', and 'not run'."""
     root = project(tmp_path, scenario("a"), scenario("b"), trials=1, maxSessions=1)
     result = invoke(str(root), "--jobs", "1")
     assert "b: no trials executed" in result.stderr.splitlines()
-    assert "b: pass 0% · mean 0ms · p95 0ms" in result.stdout
+    assert "b: not run (1 skipped-budget)" in result.stdout.splitlines()
+    assert "b: pass 0%" not in result.stdout
 
 
 def test_summary_lists_scenarios_host_model_and_report_path(

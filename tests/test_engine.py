@@ -580,9 +580,13 @@ async def test_jobs_one_emits_events_in_plan_order(tmp_path: Path) -> None:
         ("ScenarioFinished", "b", None),
         ("RunFinished", None, None),
     ]
-    started = events[0]
-    assert isinstance(started, RunStarted)
+    [notice] = [e for e in events if isinstance(e, DiagnosticNotice)]
+    assert notice.diagnostic.code == "eval-sessions-exceed-budget"
+    assert events.index(notice) < next(i for i, e in enumerate(events) if isinstance(e, RunStarted))
+    started = next(e for e in events if isinstance(e, RunStarted))
     assert (started.total, started.jobs, started.host) == (4, 1, "instant")
+    assert started.config is not None
+    assert started.config.max_sessions == 3
     finished = events[-1]
     assert isinstance(finished, RunFinished)
     assert finished.run_id == report.run_id

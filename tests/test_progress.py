@@ -17,7 +17,7 @@ from atlante_eval.events import (
     TrialStarted,
 )
 from atlante_eval.progress import ProgressPrinter, format_duration, trial_detail, use_color
-from atlante_eval.report import ScenarioResult, Spread, TrialResult
+from atlante_eval.report import MetaConfig, ScenarioResult, Spread, TrialResult
 from atlante_eval.results import scenario_result
 
 
@@ -33,8 +33,19 @@ def _result(*verdicts: str) -> ScenarioResult:
     return scenario_result(make_scenario(Path("/x"), "s"), trials)
 
 
+CONFIG = MetaConfig(
+    trials=2,
+    timeout_ms=600_000,
+    max_sessions=1,
+    max_tokens=400_000,
+    setup_timeout_ms=120_000,
+    check_timeout_default_ms=120_000,
+)
+SKIPPED_CAUSE = " — maxSessions 1 reached: the trial did not start"
+
+
 def _feed(printer: ProgressPrinter, *, jobs: int) -> None:
-    printer(RunStarted("run", 2, jobs, "standin"))
+    printer(RunStarted("run", 2, jobs, "standin", CONFIG))
     printer(ScenarioStarted("s"))
     printer(TrialStarted("s", 0))
     first = TrialResult(i=0, verdict="pass", duration_ms=98_500, tokens=9860, cost=0.0123)
@@ -68,7 +79,7 @@ def test_sequential_lines_follow_the_reference() -> None:
         "== s",
         "trial 0 running...",
         "trial 0: pass (98.5s · $0.0123 · 9860 tokens)",
-        "trial 1: skipped-budget (0ms)",
+        f"trial 1: skipped-budget (0ms){SKIPPED_CAUSE}",
         "s: 1/1 trials passed",
     ]
 
@@ -81,7 +92,7 @@ def test_parallel_lines_are_prefixed() -> None:
     assert stream.getvalue().splitlines() == [
         "s trial 0 running...",
         "s trial 0: pass (98.5s · $0.0123 · 9860 tokens)",
-        "s trial 1: skipped-budget (0ms)",
+        f"s trial 1: skipped-budget (0ms){SKIPPED_CAUSE}",
         "s: 1/1 trials passed",
     ]
 
