@@ -174,11 +174,23 @@ def _scenarios(plan: Plan, progress: _Progress, *, interrupted: bool) -> dict[st
     }
 
 
+def _leaves(failure: BaseException) -> list[BaseException]:
+    """The exceptions inside task-group wrappers, depth first (``failure`` itself if none)."""
+    if not isinstance(failure, BaseExceptionGroup):
+        return [failure]
+    return [leaf for inner in failure.exceptions for leaf in _leaves(inner)]
+
+
 def _cause(failure: BaseException) -> str:
-    """``Type: message`` of the error that stopped a run, unwrapping task-group wrappers."""
-    while isinstance(failure, BaseExceptionGroup) and len(failure.exceptions) == 1:
-        failure = failure.exceptions[0]
-    return f"{type(failure).__name__}: {failure}"
+    """``Type: message`` of the error that stopped a run, unwrapping task-group wrappers.
+
+    Concurrent trials can raise the same error more than once before the run is
+    cancelled; identical errors count once, and distinct ones after the first are counted.
+    """
+    causes = list(dict.fromkeys(f"{type(leaf).__name__}: {leaf}" for leaf in _leaves(failure)))
+    if len(causes) == 1:
+        return causes[0]
+    return f"{causes[0]} (and {len(causes) - 1} other error(s))"
 
 
 def _last_failed(
