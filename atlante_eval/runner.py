@@ -388,6 +388,7 @@ async def execute_run(
                 pass_env=options.pass_env,
                 retry_infra=options.retry_infra,
                 project_root=suite.project.root,
+                run_dir=run.run_dir,
             ),
             emit=progress.emit,
             on_trial=progress.trial_done,
