@@ -14,6 +14,7 @@ becomes that trial's verdict; it never stops the others.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -395,6 +396,12 @@ class Engine:
                 if end.error is not None and transcript.first_error is None:
                     transcript.write(ErrorEntry(t=transcript.elapsed_ms(), message=end.error))
                 transcript.close()
+        # What the host printed may hold a secret: the report never stores one either.
+        redact = transcript.redact if transcript is not None else self._redactor()
+        if redact and end.error is not None:
+            end = SessionEnd(error=redact(end.error), evidence=end.evidence)
+        if redact and usage.evidence:
+            usage.evidence = json.loads(redact(json.dumps(usage.evidence)))
         duration_ms = int((time.monotonic() - started) * 1000)
         if usage.model is None and self.options.model:
             usage.observe_model(self.options.model)

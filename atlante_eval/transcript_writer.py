@@ -310,18 +310,21 @@ class TranscriptWriter:
                 self.write(RawEntry(t=t, event=cleaned))
                 return
         for entry in _safe(normalizer.feed, event, t):
-            self.write(entry)
+            self.write(entry, clean=True)
 
     def finish(self, normalizer: Normalizer) -> None:
         """Record what the normalizer still holds when the session ends."""
         for entry in _safe(normalizer.finish, None, self.elapsed_ms()):
-            self.write(entry)
+            self.write(entry, clean=True)
 
-    def write(self, entry: TranscriptEntry) -> None:
-        """Cap, redact and append one entry (counted in the activity even past the caps)."""
+    def write(self, entry: TranscriptEntry, *, clean: bool = False) -> None:
+        """Redact, cap and append one entry (counted in the activity even past the caps).
+
+        ``clean``: the entry comes from an already redacted line.
+        """
         if self._closed:
             return
-        if self.redact:
+        if self.redact and not clean:
             entry = self._redacted(entry)
         self._counter.add(entry)
         self._write(self._capped(entry))
