@@ -52,7 +52,8 @@ class ActivityCounter:
         elif isinstance(entry, ErrorEntry) and self._first_error is None:
             self._first_error = entry.message.splitlines()[0] if entry.message else "error"
         elif isinstance(entry, ResultEntry) and entry.turns is not None:
-            self._turns = entry.turns
+            # A Claude session that waits for a background subagent ends with two results.
+            self._turns = (self._turns or 0) + entry.turns
         elif isinstance(entry, UsageEntry):
             self._usage_steps += 1
 
