@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from .report import Activity, ScenarioActivity, ScenarioToolCalls, ToolCallCounts, TrialResult
 from .transcript import (
+    TRANSCRIPT_FILE,
     ErrorEntry,
     ResultEntry,
     SkillEntry,
     SubagentEntry,
     ToolCallEntry,
     TranscriptEntry,
+    TranscriptError,
     UsageEntry,
+    load_transcript,
 )
 
-__all__ = ["MAX_FILES_WRITTEN", "ActivityCounter", "scenario_activity"]
+__all__ = [
+    "MAX_FILES_WRITTEN",
+    "ActivityCounter",
+    "copy_trial_files",
+    "recorded_activity",
+    "scenario_activity",
+]
 
 #: Most paths ``activity.filesWritten`` lists.
 MAX_FILES_WRITTEN = 200
@@ -109,3 +119,34 @@ def scenario_activity(trials: Sequence[TrialResult]) -> ScenarioActivity | None:
         subagents=_used(s.subagents for s in summaries),
         tool_calls=ScenarioToolCalls(by_kind=dict(sorted(kinds.items()))),
     )
+
+
+def _trial_dir(run_dir: Path, scenario: str, index: int) -> Path:
+    return run_dir / "trials" / scenario / str(index)
+
+
+def recorded_activity(run_dir: Path, scenario: str, index: int) -> tuple[str, Activity] | None:
+    """The transcript a trial that never finished left, and its activity (``None``: none).
+
+    Used for trials an interruption cut short: what they did is still on disk.
+    """
+    path = _trial_dir(run_dir, scenario, index) / TRANSCRIPT_FILE
+    try:
+        entries = load_transcript(path)
+    except (OSError, TranscriptError):
+        return None
+    counter = ActivityCounter()
+    for entry in entries:
+        counter.add(entry)
+    return path.relative_to(run_dir).as_posix(), counter.activity()
+
+
+def copy_trial_files(source: Path, target: Path, trials: Sequence[tuple[str, int]]) -> None:
+    """Copy the given trials' transcript directories from run ``source`` into run ``target``."""
+    for scenario, index in trials:
+        origin = _trial_dir(source, scenario, index)
+        if not origin.is_dir() or origin.is_symlink():
+            continue
+        destination = _trial_dir(target, scenario, index)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(origin, destination, symlinks=True, dirs_exist_ok=True)

@@ -151,6 +151,34 @@ async def test_an_interruption_keeps_the_transcript_up_to_that_moment(tmp_path: 
     [path] = transcript.glob("*/trials/stuck/0/transcript.jsonl")
     entries = load_transcript(path)
     assert [e.name for e in entries if isinstance(e, ToolCallEntry)] == ["write", "bash"]
+    # The partial report points at it, and summarises what the trial did before the stop.
+    _, report = _report(project)
+    [trial] = report.scenarios["stuck"].trials
+    assert trial.error == "the run was interrupted before this trial finished"
+    assert trial.transcript == "trials/stuck/0/transcript.jsonl"
+    assert trial.activity is not None
+    assert trial.activity.tool_calls.by_name == {"bash": 1, "write": 1}
+
+
+@pytest.mark.anyio
+async def test_resumed_trials_keep_their_transcripts(tmp_path: Path) -> None:
+    project = make_project(
+        tmp_path / "p",
+        scenarios=[scenario("s", prompt=actions(WRITE, {"write": "x.txt", "content": "d"}))],
+        eval_extra={"budget": {"trials": 1}},
+    )
+    first = await run_eval(project, host=StandinHost(), jobs=1, out=tmp_path / "first")
+    [first_dir] = (tmp_path / "first").iterdir()
+    second = await run_eval(
+        project, host=StandinHost(), jobs=1, out=tmp_path / "second", resume=first_dir
+    )
+    [trial] = second.scenarios["s"].trials
+    assert trial.reused is True
+    assert trial.transcript == first.scenarios["s"].trials[0].transcript
+    assert trial.transcript is not None
+    [second_dir] = (tmp_path / "second").iterdir()
+    copied = load_transcript(second_dir / trial.transcript)
+    assert [e.name for e in copied if isinstance(e, ToolCallEntry)] == ["write"]
 
 
 def test_secrets_never_reach_any_stored_file(tmp_path: Path) -> None:
