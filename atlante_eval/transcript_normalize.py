@@ -399,9 +399,13 @@ class ClaudeNormalizer:
 class OpenCodeNormalizer:
     """Normalizes ``opencode run --format json`` events (V1 and V2 dialects)."""
 
-    def __init__(self, *, version: str | None = None, model: str | None = None) -> None:
+    def __init__(
+        self, *, version: str | None = None, model: str | None = None, host: str = "opencode"
+    ) -> None:
         self.version = version
         self.model = model
+        self.host = host
+        """The host the session start names (a stand-in speaking this dialect names itself)."""
         self._snapshots = _UsageSnapshots()
         self._stream = OpenCodeStream(self._snapshots.usage)
         self._started = False
@@ -457,7 +461,7 @@ class OpenCodeNormalizer:
         self._session = _str(event.get("sessionID"))
         found = find_model(event)
         model = f"{found[0]}/{found[1]}" if found else self.model
-        return [SessionStartEntry(t=t, ts=ts, host="opencode", version=self.version, model=model)]
+        return [SessionStartEntry(t=t, ts=ts, host=self.host, version=self.version, model=model)]
 
     def _parent(self, event: Mapping[str, Any], part: Mapping[str, Any]) -> str | None:
         session = _str(event.get("sessionID")) or _str(part.get("sessionID"))

@@ -76,7 +76,7 @@ class StandinHost:
             on_event=on_event,
             stdin=context.prompt.encode(),
             transcript=context.transcript,
-            normalizer=OpenCodeNormalizer(version=self.version),
+            normalizer=OpenCodeNormalizer(version=self.version, host=self.name),
         )
         if result.spawn_error:
             return SessionEnd(error=f"could not run the standin host: {result.spawn_error}")
