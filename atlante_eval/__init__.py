@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .runner import EvalRunError, run_eval
     from .selftest import run_selftest
     from .suite import Suite, load_suite
+    from .transcript import TranscriptEntry, load_transcript
 
 __all__ = [
     "CheckResult",
@@ -55,6 +56,7 @@ __all__ = [
     "SessionEnd",
     "SessionUsage",
     "Suite",
+    "TranscriptEntry",
     "TrialContext",
     "TrialFinished",
     "TrialResult",
@@ -64,6 +66,7 @@ __all__ = [
     "junit_xml",
     "load_report",
     "load_suite",
+    "load_transcript",
     "merge_reports",
     "run_eval",
     "run_selftest",
@@ -94,10 +97,12 @@ _HOME: dict[str, str] = {
     "TrialFinished": "events",
     "TrialResult": "report",
     "TrialStarted": "events",
+    "TranscriptEntry": "transcript",
     "compare_reports": "compare",
     "junit_xml": "junit",
     "load_report": "reports_io",
     "load_suite": "suite",
+    "load_transcript": "transcript",
     "merge_reports": "merge",
     "run_eval": "runner",
     "run_selftest": "selftest",

@@ -14,7 +14,7 @@ import re
 import stat
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -75,6 +75,12 @@ class CheckContext:
     """Why ``changes`` is unknown."""
     ignored: Callable[[str], bool] = lambda _path: False
     """Whether a changed path is a host runtime artefact ``diff-allowlist`` ignores."""
+    redact: Callable[[str], str] = lambda text: text
+    """Removes secrets from command output before it is kept."""
+    keep_output: Callable[[str, str], str | None] | None = None
+    """Stores an output longer than the evidence keeps, under a file name; returns its path."""
+    index: int = 0
+    """Position of the check being run (set by :func:`run_checks`)."""
 
 
 def ignore_matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
@@ -104,7 +110,12 @@ async def _command(check: CommandCheck, ctx: CheckContext) -> Outcome:
     }
     if result.timed_out:
         evidence["timedOut"] = True
-    evidence["output"] = combined.strip()[-OUTPUT_EVIDENCE_CHARS:]
+    output = ctx.redact(combined.strip())
+    evidence["output"] = output[-OUTPUT_EVIDENCE_CHARS:]
+    if len(output) > OUTPUT_EVIDENCE_CHARS and ctx.keep_output is not None:
+        kept = ctx.keep_output(f"check-{ctx.index}.log", output)
+        if kept is not None:
+            evidence["outputLog"] = kept
     if check.output_matches is not None:
         evidence["outputMatches"] = check.output_matches
     if result.timed_out or result.exit != check.expect_exit:
@@ -268,7 +279,7 @@ async def run_checks(checks: Sequence[Check], ctx: CheckContext) -> list[CheckRe
     results = []
     for index, check in enumerate(checks):
         started = time.monotonic()
-        verdict, evidence = await _run_one(check, ctx)
+        verdict, evidence = await _run_one(check, replace(ctx, index=index))
         results.append(
             CheckResult(
                 index=index,

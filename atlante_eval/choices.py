@@ -46,4 +46,4 @@ HostName = Literal["opencode", "claude-code"]
 #: ``--log-format``: structured run logs on stderr.
 LogFormat = Literal["none", "console", "json"]
 #: The formats whose JSON Schema ``atlante-eval schema KIND`` prints.
-SCHEMA_KINDS = ("scenario", "config", "report")
+SCHEMA_KINDS = ("scenario", "config", "report", "transcript")

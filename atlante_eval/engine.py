@@ -14,9 +14,11 @@ becomes that trial's verdict; it never stops the others.
 from __future__ import annotations
 
 import inspect
+import json
+import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
@@ -24,12 +26,14 @@ import anyio
 from .checks import CheckContext, ignore_matcher, run_checks
 from .events import ProgressEvent, TrialStarted
 from .gitops import Changes, GitError, collect_changes, make_skeleton
-from .hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext
+from .hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext, secret_values
 from .logs import get_logger
 from .native import NativeOutputs
 from .plan import Plan, PlannedTrial
 from .report import CheckResult, TrialResult, utc_timestamp
 from .sandbox import Sandbox, SandboxError, TrialDirs, trial_dirs, trial_sandbox
+from .transcript import ErrorEntry
+from .transcript_writer import LOG_CHARS, Redactor, TranscriptWriter, cap_text, trial_dir
 
 __all__ = ["Engine", "EngineOptions", "TrialHook"]
 
@@ -50,6 +54,8 @@ class EngineOptions:
     pass_env: tuple[str, ...] = ()
     retry_infra: int = 0
     project_root: Path | None = None
+    run_dir: Path | None = None
+    """Where each trial's transcript and long outputs go (``None``: not recorded)."""
 
 
 class _SessionLedger:
@@ -282,11 +288,13 @@ class Engine:
                 result = await self._session(planned, sandbox, ticket)
         except SandboxError as exc:
             kept = exc.trial_dir
+            log_ref = self._keep_output(planned, "setup.log", exc.output) if exc.output else None
             result = TrialResult(
                 i=planned.index,
                 verdict="infra-error",
                 duration_ms=int((time.monotonic() - started) * 1000),
-                error=str(exc),
+                error=str(exc) + (f" (full output: {log_ref})" if log_ref else ""),
+                host_evidence={"setupLog": log_ref} if log_ref else None,
             )
         except Exception as exc:
             log.exception("trial.crash", scenario=scenario.name, trial=planned.index)
@@ -317,6 +325,45 @@ class Engine:
             project_root=self.options.project_root,
         )
 
+    def _redactor(self) -> Redactor:
+        return Redactor(secret_values(os.environ, pass_env=self.options.pass_env))
+
+    def _keep_output(self, planned: PlannedTrial, name: str, text: str) -> str | None:
+        """Write a long output beside the trial's transcript; return its run-relative path."""
+        run_dir = self.options.run_dir
+        if run_dir is None:
+            return None
+        directory = trial_dir(run_dir, planned.scenario.name, planned.index)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / name).write_text(
+                cap_text(self._redactor()(text), LOG_CHARS), encoding="utf-8"
+            )
+        except OSError as exc:
+            log.warning("trial.log-unwritable", file=name, error=str(exc))
+            return None
+        return (directory / name).relative_to(run_dir).as_posix()
+
+    def _transcript(self, planned: PlannedTrial, sandbox: Sandbox) -> TranscriptWriter | None:
+        run_dir = self.options.run_dir
+        if run_dir is None:
+            return None
+        writer = TranscriptWriter(
+            trial_dir(run_dir, planned.scenario.name, planned.index),
+            host=self.host.name,
+            scenario=planned.scenario.name,
+            trial=planned.index,
+            run_dir=run_dir,
+            sandbox=sandbox.root,
+            secrets=secret_values(os.environ, pass_env=self.options.pass_env),
+        )
+        try:
+            return writer.open()
+        except OSError as exc:
+            log.warning("trial.transcript-unwritable", error=str(exc))
+            writer.close()
+            return None
+
     def _prepare(self, planned: PlannedTrial, root: Path, state: Path) -> None:
         try:
             self.host.prepare(self._context(planned, root, state))
@@ -327,16 +374,34 @@ class Engine:
         self, planned: PlannedTrial, sandbox: Sandbox, ticket: _Ticket
     ) -> TrialResult:
         config = self.plan.config
-        context = self._context(planned, sandbox.root, sandbox.state_dir)
+        transcript = self._transcript(planned, sandbox)
+        context = replace(
+            self._context(planned, sandbox.root, sandbox.state_dir), transcript=transcript
+        )
         budget_scope = anyio.CancelScope()
         usage = SessionUsage(config.max_tokens, budget_scope.cancel)
         started = time.monotonic()
         end = SessionEnd()
-        with budget_scope, anyio.move_on_after(planned.timeout_ms / 1000) as timer:
-            try:
-                end = await self.host.run_session(context, usage)
-            except Exception as exc:  # noqa: BLE001 - a failing host is this trial's infra-error
-                end = SessionEnd(error=f"host {self.host.name} failed: {type(exc).__name__}: {exc}")
+        try:
+            with budget_scope, anyio.move_on_after(planned.timeout_ms / 1000) as timer:
+                try:
+                    end = await self.host.run_session(context, usage)
+                except Exception as exc:  # noqa: BLE001 - a failing host is this trial's infra-error
+                    end = SessionEnd(
+                        error=f"host {self.host.name} failed: {type(exc).__name__}: {exc}"
+                    )
+        finally:
+            # Also when the run is cancelled: everything up to now stays on disk.
+            if transcript is not None:
+                if end.error is not None and transcript.first_error is None:
+                    transcript.write(ErrorEntry(t=transcript.elapsed_ms(), message=end.error))
+                transcript.close()
+        # What the host printed may hold a secret: the report never stores one either.
+        redact = transcript.redact if transcript is not None else self._redactor()
+        if redact and end.error is not None:
+            end = SessionEnd(error=redact(end.error), evidence=end.evidence)
+        if redact and usage.evidence:
+            usage.evidence = json.loads(redact(json.dumps(usage.evidence)))
         duration_ms = int((time.monotonic() - started) * 1000)
         if usage.model is None and self.options.model:
             usage.observe_model(self.options.model)
@@ -349,6 +414,9 @@ class Engine:
             "model_version": usage.model_version,
             "host_evidence": {**usage.evidence, **end.evidence} or None,
         }
+        if transcript is not None:
+            base["transcript"] = transcript.relative_path
+            base["activity"] = transcript.activity()
         if usage.exceeded:
             return TrialResult(
                 **base,
@@ -388,6 +456,8 @@ class Engine:
             changes=changes,
             changes_error=changes_error,
             ignored=ignore_matcher(list(self.host.ignored_changes)),
+            redact=self._redactor(),
+            keep_output=lambda name, text: self._keep_output(planned, name, text),
         )
         checks = await run_checks(planned.scenario.document.checks, context)
         verdict, error = _verdict(checks, changes_error)

@@ -109,8 +109,11 @@ async def run_lifecycle(
             if not keep:
                 await anyio.to_thread.run_sync(remove_tree, run.run_root)
             if failed and not partial:
+                # Nothing was published into the reserved directory: remove what trials left.
                 with contextlib.suppress(OSError):
-                    run.run_dir.rmdir()  # nothing was published into the reserved directory
+                    remove_tree(run.run_dir / "trials")
+                with contextlib.suppress(OSError):
+                    run.run_dir.rmdir()
             else:
                 ended = meta.model_copy(
                     update={

@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 __all__ = [
     "REPORT_FILE",
     "REPORT_FORMAT_VERSION",
+    "Activity",
     "CheckResult",
     "CheckVerdict",
     "Meta",
@@ -25,9 +26,12 @@ __all__ = [
     "OriginInfo",
     "OutputModel",
     "RunReport",
+    "ScenarioActivity",
     "ScenarioResult",
     "ScenarioStatistics",
+    "ScenarioToolCalls",
     "Spread",
+    "ToolCallCounts",
     "Totals",
     "TrialAttempt",
     "TrialResult",
@@ -95,6 +99,54 @@ class TrialAttempt(OutputModel):
     """Its error text."""
 
 
+class ToolCallCounts(OutputModel):
+    """How many tool calls a trial made, by host-neutral kind and by host-native name."""
+
+    total: int = 0
+    """All tool calls."""
+    by_kind: dict[str, int] = Field(default_factory=dict)
+    """Calls by host-neutral kind (``shell``, ``read``, ``write``, ``search``, ...)."""
+    by_name: dict[str, int] = Field(default_factory=dict)
+    """Calls by the host's own tool name."""
+
+
+class Activity(OutputModel):
+    """What the agent did in one trial, summarised from its transcript (additive)."""
+
+    turns: int = 0
+    """Model turns (the host's count when it gives one)."""
+    tool_calls: ToolCallCounts = Field(default_factory=ToolCallCounts)
+    """Tool calls."""
+    skills: dict[str, int] = Field(default_factory=dict)
+    """Skills loaded, with how often."""
+    subagents: dict[str, int] = Field(default_factory=dict)
+    """Subagents delegated to, with how often."""
+    files_written: list[str] = Field(default_factory=list)
+    """Files the agent's write tools wrote (relative to the sandbox when inside it)."""
+    first_error: str | None = None
+    """The first error the host reported."""
+
+
+class ScenarioToolCalls(OutputModel):
+    """Tool calls over a scenario's trials."""
+
+    by_kind: dict[str, int] = Field(default_factory=dict)
+    """Calls by kind, summed over trials."""
+
+
+class ScenarioActivity(OutputModel):
+    """What the agent did over a scenario's trials (additive)."""
+
+    trials: int
+    """Trials with a transcript."""
+    skills: dict[str, int] = Field(default_factory=dict)
+    """Skills, with how many trials used each."""
+    subagents: dict[str, int] = Field(default_factory=dict)
+    """Subagents, with how many trials used each."""
+    tool_calls: ScenarioToolCalls = Field(default_factory=ScenarioToolCalls)
+    """Tool calls by kind."""
+
+
 class TrialResult(OutputModel):
     """One trial of one scenario."""
 
@@ -134,6 +186,10 @@ class TrialResult(OutputModel):
     """Reused from an earlier run with ``--resume`` (additive)."""
     timeout_ms: int | None = None
     """The session timeout the trial hit, on a ``timeout`` verdict (additive)."""
+    transcript: str | None = None
+    """The trial's transcript, relative to the run directory (additive; docs/transcripts.md)."""
+    activity: Activity | None = None
+    """What the agent did, from its transcript (additive)."""
 
 
 class Spread(OutputModel):
@@ -219,6 +275,8 @@ class ScenarioResult(OutputModel):
     """Total cost over all trials (additive)."""
     description: str | None = None
     """The scenario's description."""
+    activity: ScenarioActivity | None = None
+    """What the agent did over the trials with a transcript (additive)."""
 
 
 class MetaConfig(OutputModel):

@@ -18,6 +18,7 @@ from .report import (
 )
 from .scenarios import Scenario
 from .stats import ScenarioStats, scenario_statistics
+from .transcript_activity import scenario_activity
 
 __all__ = [
     "build_meta_model",
@@ -82,6 +83,7 @@ def summarize(
         tokens=sum(reported_tokens) if reported_tokens else None,
         cost=round(sum(reported_costs), 10) if reported_costs else None,
         description=description,
+        activity=scenario_activity(ordered),
     )
 
 

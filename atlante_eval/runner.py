@@ -38,6 +38,7 @@ from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
 from .scenarios import Scenario
 from .suite import Suite, load_suite
+from .transcript_activity import copy_trial_files, recorded_activity
 
 __all__ = [
     "DEFAULT_JOBS",
@@ -100,6 +101,8 @@ class _Progress:
     fingerprints: Mapping[str, str]
     definitions: Mapping[str, str]
     journal: Journal | None = None
+    run_dir: Path | None = None
+    """The run directory, once reserved (transcripts of unfinished trials are found there)."""
     done: dict[str, int] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     results: dict[int, TrialResult] = field(default_factory=dict)
@@ -147,12 +150,19 @@ class _Progress:
             )
 
 
-def _scenarios(plan: Plan, progress: _Progress, *, interrupted: bool) -> dict[str, ScenarioResult]:
+def _scenarios(
+    plan: Plan, progress: _Progress, *, interrupted: bool, run_dir: Path | None = None
+) -> dict[str, ScenarioResult]:
     by_name: dict[str, list[TrialResult]] = {}
     for position in progress.positions:
         planned = plan.trials[position]
         result = progress.results.get(position)
         if result is None:
+            recorded = (
+                recorded_activity(run_dir, planned.scenario.name, planned.index)
+                if run_dir is not None
+                else None
+            )
             result = TrialResult(
                 i=planned.index,
                 verdict="infra-error",
@@ -160,6 +170,8 @@ def _scenarios(plan: Plan, progress: _Progress, *, interrupted: bool) -> dict[st
                 error="the run was interrupted before this trial finished"
                 if interrupted
                 else "the run stopped before this trial finished",
+                transcript=recorded[0] if recorded else None,
+                activity=recorded[1] if recorded else None,
             )
         by_name.setdefault(planned.scenario.name, []).append(result)
     return {
@@ -370,10 +382,21 @@ async def execute_run(
         out=options.out,
         meta=meta,
         keep=options.keep,
-        results=lambda stopped: _scenarios(plan, progress, interrupted=stopped),
+        results=lambda stopped: _scenarios(
+            plan, progress, interrupted=stopped, run_dir=progress.run_dir
+        ),
         on_end=on_end,
     ) as run:
         progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
+        progress.run_dir = run.run_dir
+        if options.resume is not None and reused:
+            # Reused trials keep their transcripts: the report's paths are relative to this run.
+            await anyio.to_thread.run_sync(
+                copy_trial_files,
+                Path(options.resume),
+                run.run_dir,
+                [(plan.trials[p].scenario.name, plan.trials[p].index) for p in sorted(reused)],
+            )
         structlog.contextvars.bind_contextvars(run_id=run.run_id, host=runner_host.name)
         log.info("run.start", trials=len(positions), reused=len(reused), jobs=options.jobs)
         engine = Engine(
@@ -388,6 +411,7 @@ async def execute_run(
                 pass_env=options.pass_env,
                 retry_infra=options.retry_infra,
                 project_root=suite.project.root,
+                run_dir=run.run_dir,
             ),
             emit=progress.emit,
             on_trial=progress.trial_done,

@@ -56,9 +56,13 @@ _COPY_CHUNK = 1 << 20
 class SandboxError(Exception):
     """Raised while assembling a sandbox; the trial becomes ``infra-error`` with this text."""
 
-    def __init__(self, message: str, *, trial_dir: Path | None = None) -> None:
+    def __init__(
+        self, message: str, *, trial_dir: Path | None = None, output: str | None = None
+    ) -> None:
         super().__init__(message)
         self.trial_dir = trial_dir
+        self.output = output
+        """The whole captured output of a failed setup, when the message holds only its end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,7 +406,11 @@ async def _run_setup(argv: list[str], root: Path) -> None:
     if result.returncode != 0:
         status = f"exit {result.returncode}" if result.exit is not None else result.signal_name
         tail = result.stderr.strip()[-400:]
-        raise SandboxError(f"setup failed: {status}{': ' + tail if tail else ''}")
+        output = f"{result.stdout}\n{result.stderr}".strip()
+        raise SandboxError(
+            f"setup failed: {status}{': ' + tail if tail else ''}",
+            output=output if len(output) > len(tail) else None,
+        )
 
 
 @asynccontextmanager

@@ -13,6 +13,20 @@ from .scenarios import SCENARIO_SCHEMA_URI, ScenarioDocument
 __all__ = ["SCHEMA_KINDS", "json_schema"]
 
 
+def _transcript_schema() -> dict[str, Any]:
+    from pydantic import TypeAdapter
+
+    from .transcript import TranscriptEntry
+
+    schema = TypeAdapter(TranscriptEntry).json_schema(by_alias=True, mode="validation")
+    schema["title"] = "TranscriptEntry"
+    schema["description"] = (
+        "One line of a trial's transcript.jsonl (docs/transcripts.md); the first line "
+        "is always a header."
+    )
+    return schema
+
+
 def _model(kind: str) -> type[BaseModel]:
     if kind == "scenario":
         return ScenarioDocument
@@ -25,7 +39,10 @@ def _model(kind: str) -> type[BaseModel]:
 
 def json_schema(kind: str) -> dict[str, Any]:
     """Return the JSON Schema (draft 2020-12) of ``kind`` (one of :data:`SCHEMA_KINDS`)."""
-    schema = _model(kind).model_json_schema(by_alias=True, mode="validation")
+    if kind == "transcript":
+        schema = _transcript_schema()
+    else:
+        schema = _model(kind).model_json_schema(by_alias=True, mode="validation")
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     if kind == "scenario":
         schema["$id"] = SCENARIO_SCHEMA_URI

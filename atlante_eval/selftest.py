@@ -53,6 +53,7 @@ from .selftest_findings import (
 )
 from .solutions import Solution, SolutionError, apply_solution
 from .suite import Suite, load_suite
+from .transcript import ErrorEntry, ResultEntry, SessionStartEntry, ToolCallEntry
 
 __all__ = [
     "DEFAULT_SELFTEST_JOBS",
@@ -98,6 +99,7 @@ class NullAgent:
         """End the session without touching the sandbox (and without spending a token)."""
         usage.observe_tokens(0)
         usage.observe_cost(0.0)
+        _transcribe(context, "null", [])
         return SessionEnd(evidence={"agent": "null"})
 
 
@@ -134,11 +136,51 @@ class ReferenceAgent:
         try:
             counts = await anyio.to_thread.run_sync(apply_solution, solution, context.sandbox)
         except SolutionError as exc:
+            _transcribe(context, "reference", [], error=str(exc))
             return SessionEnd(
                 error=f"the reference solution could not be applied: {exc}",
                 evidence={**evidence, "applyError": str(exc)},
             )
+        _transcribe(
+            context, "reference", [*solution.delete, *solution.files], deleted=len(solution.delete)
+        )
         return SessionEnd(evidence={**evidence, **counts})
+
+
+def _transcribe(
+    context: TrialContext,
+    agent: AgentName,
+    paths: Sequence[str],
+    *,
+    deleted: int = 0,
+    error: str | None = None,
+) -> None:
+    """Write the stand-in agent's synthetic session: start, its file changes, its result."""
+    transcript = context.transcript
+    if transcript is None:
+        return
+    t = transcript.elapsed_ms()
+    transcript.write(
+        SessionStartEntry(t=t, host=SELFTEST_HOST, version=__version__, agents=[agent])
+    )
+    for number, path in enumerate(paths):
+        removed = number < deleted
+        transcript.write(
+            ToolCallEntry(
+                t=t,
+                id=f"{agent}-{number}",
+                name="delete" if removed else "write",
+                tool_kind="write",
+                input={"path": path},
+                output="deleted" if removed else "written",
+                duration_ms=0,
+            )
+        )
+    if error is not None:
+        transcript.write(ErrorEntry(t=t, message=error))
+    transcript.write(
+        ResultEntry(t=t, status="error" if error else "success", turns=0, tokens=0, cost_usd=0.0)
+    )
 
 
 class SelftestHost:
@@ -314,7 +356,7 @@ async def run_selftest(
             host=host,
             native=suite.native,
             run_root=run.run_root,
-            options=EngineOptions(jobs=job_count, keep=keep),
+            options=EngineOptions(jobs=job_count, keep=keep, run_dir=run.run_dir),
             emit=ignore,
             on_trial=record,
         )

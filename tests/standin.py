@@ -10,6 +10,7 @@ from typing import Any
 
 from atlante_eval.environment import allowed_env
 from atlante_eval.hosts.base import SessionEnd, SessionUsage, TrialContext, run_json_stream
+from atlante_eval.transcript_normalize import OpenCodeNormalizer
 
 SCRIPT = Path(__file__).with_name("standin_host.py")
 
@@ -74,6 +75,8 @@ class StandinHost:
             env=env,
             on_event=on_event,
             stdin=context.prompt.encode(),
+            transcript=context.transcript,
+            normalizer=OpenCodeNormalizer(version=self.version, host=self.name),
         )
         if result.spawn_error:
             return SessionEnd(error=f"could not run the standin host: {result.spawn_error}")

@@ -143,8 +143,11 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with cleaned_up(start_cli(["run", str(root), "--jobs", "2"], tmp_path)) as run:
         assert run.wait(timeout_s=120) == 1, run.stderr
     [directory] = [p for p in (root / ".atlante" / "eval").iterdir() if p.is_dir()]
+    # The run recorded real transcripts; alpha:0 gets one with every kind of entry instead,
+    # and beta:1 loses its own, as a run from before transcripts would have none.
     trial = directory / "trials" / "alpha" / "0"
-    trial.mkdir(parents=True)
+    trial.mkdir(parents=True, exist_ok=True)
+    (directory / "trials" / "beta" / "1" / "transcript.jsonl").unlink()
     lines = [json.dumps(entry) for entry in TRANSCRIPT] + ["this line is not JSON"]
     (trial / "transcript.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return directory

@@ -322,6 +322,37 @@ def test_claude_partial_stream_uses_the_latest_snapshot_per_message() -> None:
     assert usage.tokens == 24008 + 46
 
 
+def test_claude_results_count_subagents_and_later_results() -> None:
+    """A background subagent makes a second result: modelUsage (cumulative) sets the figure,
+    and without it the results' per-result usage adds up."""
+    usage = SessionUsage(max_tokens=10**9)
+    parser = ClaudeStream(usage)
+    per_model = {"m": {"inputTokens": 800, "outputTokens": 80, "cacheReadInputTokens": 0}}
+    parser.feed(
+        {
+            "type": "result",
+            "subtype": "success",
+            "usage": {"input_tokens": 500, "output_tokens": 50},
+            "modelUsage": per_model,
+        }
+    )
+    assert usage.tokens == 880
+    parser.feed(
+        {
+            "type": "result",
+            "subtype": "success",
+            "usage": {"input_tokens": 100, "output_tokens": 10},
+            "modelUsage": per_model,
+        }
+    )
+    assert usage.tokens == 880
+    bare = SessionUsage(max_tokens=10**9)
+    parser = ClaudeStream(bare)
+    for tokens in (550, 110):
+        parser.feed({"type": "result", "subtype": "success", "usage": {"input_tokens": tokens}})
+    assert bare.tokens == 660
+
+
 def test_claude_result_usage_wins_even_when_lower() -> None:
     """The final result sets the figure: assistant usage 350, result 340 -> 340."""
     usage = SessionUsage(max_tokens=10**9)

@@ -147,6 +147,41 @@ def test_report_is_written_like_a_run_with_host_selftest(quickstart: SelftestOut
     assert written["report"] == str(outcome.report_path)
 
 
+def test_selftest_writes_synthetic_transcripts(quickstart: SelftestOutcome) -> None:
+    """Each agent has a transcript: header and session start as host selftest, the
+    reference agent's file changes as write tool calls, and a result."""
+    from atlante_eval import load_transcript
+    from atlante_eval.transcript import (
+        HeaderEntry,
+        ResultEntry,
+        SessionStartEntry,
+        ToolCallEntry,
+    )
+
+    run_dir = quickstart.report_path.parent
+    fix = quickstart.report.scenarios["fix-median"]
+    for trial in fix.trials:
+        assert trial.transcript == f"trials/fix-median/{trial.i}/transcript.jsonl"
+        entries = load_transcript(run_dir / trial.transcript)
+        header, start, result = entries[0], entries[1], entries[-1]
+        assert isinstance(header, HeaderEntry)
+        assert header.host == SELFTEST_HOST
+        assert isinstance(start, SessionStartEntry)
+        assert start.host == SELFTEST_HOST
+        assert isinstance(result, ResultEntry)
+        assert result.status == "success"
+        calls = [e for e in entries if isinstance(e, ToolCallEntry)]
+        if trial.i == 0:
+            assert calls == []
+        else:
+            assert calls
+            assert {c.tool_kind for c in calls} == {"write"}
+            assert trial.activity is not None
+            assert trial.activity.tool_calls.total == len(calls)
+            assert trial.activity.files_written == [str(c.input["path"]) for c in calls]
+            assert set(trial.changed_files or []) <= set(trial.activity.files_written)
+
+
 def test_json_option_prints_the_analysis(tmp_path: Path) -> None:
     """--json prints selftest.json's content on stdout and nothing else."""
     result = _invoke("selftest", str(QUICKSTART), "--out", str(tmp_path), "--json")

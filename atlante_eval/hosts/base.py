@@ -13,16 +13,21 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..jsondoc import join_surrogates
 from ..native import NativeOutputs
 from ..process import ProcessResult, run_process
 from ..report import model_version_of
 from ..scenarios import Scenario
+
+if TYPE_CHECKING:
+    from ..transcript_normalize import Normalizer
+    from ..transcript_writer import TranscriptWriter
 
 __all__ = [
     "COST_CEILING",
@@ -35,6 +40,7 @@ __all__ = [
     "TrialContext",
     "model_version_of",
     "run_json_stream",
+    "secret_values",
 ]
 
 
@@ -70,6 +76,12 @@ class TrialContext:
     """Extra parent variables the user allowed through (``--pass-env``)."""
     project_root: Path | None = None
     """The project root (OpenCode picks its sandbox config path from the project's)."""
+    transcript: TranscriptWriter | None = None
+    """Where the session's lines and normalized entries go (``None``: not recorded).
+
+    A host hands it to :func:`run_json_stream` with the normalizer of its dialect,
+    and first tells it the values to redact (:meth:`TranscriptWriter.add_secret_env`).
+    """
 
     @property
     def prompt(self) -> str:
@@ -209,6 +221,23 @@ class StreamParser(Protocol):
         ...
 
 
+#: Variable names whose values are treated as secrets wherever they appear.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
+
+
+def secret_values(
+    env: Mapping[str, str], *, credentials: Sequence[str] = (), pass_env: Sequence[str] = ()
+) -> list[str]:
+    """Return the values a session's transcript must never store.
+
+    These are the credential variables the host received, the ``--pass-env``
+    variables, and any variable whose name says it is a secret (``*KEY*``,
+    ``*TOKEN*``, ``*SECRET*``, ``*PASSW*``, ``*CREDENTIAL*``, ``*AUTH*``, ``*COOKIE*``).
+    """
+    names = {*credentials, *pass_env, *(n for n in env if SECRET_NAME.search(n))}
+    return [env[name] for name in sorted(names) if env.get(name)]
+
+
 async def run_json_stream(
     argv: Sequence[str],
     *,
@@ -217,33 +246,45 @@ async def run_json_stream(
     on_event: Callable[[dict[str, Any]], None],
     stdin: bytes | None = None,
     capture_bytes: int = 64 * 1024,
+    transcript: TranscriptWriter | None = None,
+    normalizer: Normalizer | None = None,
 ) -> ProcessResult:
     """Run a host process and hand each JSON-object line of its stdout to ``on_event``.
 
     Lines that are not JSON objects are ignored. Errors inside ``on_event`` are not
-    swallowed.
+    swallowed. With a ``transcript`` and a ``normalizer``, every line also goes to
+    the transcript as it arrives (the raw stream keeps non-JSON lines too), and what
+    the normalizer still holds is written when the process ends or is cancelled.
     """
+    record = transcript if normalizer is not None else None
 
     def on_line(line: str) -> bool:
-        if not line.startswith("{"):
-            return False  # not a JSON object: skipped without a parse (hosts may flood)
-        try:
-            event = join_surrogates(json.loads(line), text=line)
-        except (ValueError, RecursionError):
-            return False
-        if isinstance(event, dict):
+        event: dict[str, Any] | None = None
+        if line.startswith("{"):  # else not a JSON object: no parse (hosts may flood)
+            try:
+                decoded = join_surrogates(json.loads(line), text=line)
+            except (ValueError, RecursionError):
+                decoded = None
+            event = decoded if isinstance(decoded, dict) else None
+        if record is not None and normalizer is not None:
+            record.line(line, normalizer, event)
+        if event is not None:
             on_event(event)
         return False
 
-    return await run_process(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=stdin,
-        on_line=on_line,
-        capture_bytes=capture_bytes,
-        sweep=True,  # an agent's daemons must not outlive its session
-    )
+    try:
+        return await run_process(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            on_line=on_line,
+            capture_bytes=capture_bytes,
+            sweep=True,  # an agent's daemons must not outlive its session
+        )
+    finally:
+        if record is not None and normalizer is not None:
+            record.finish(normalizer)
 
 
 class CliHost:

@@ -21,7 +21,16 @@ from typing import Any
 
 from ..diagnostics import DiagnosticError, error
 from ..paths import UnsafePathError, resolve_no_follow
-from .base import CliHost, HostError, SessionEnd, SessionUsage, TrialContext, run_json_stream
+from ..transcript_normalize import ClaudeNormalizer
+from .base import (
+    CliHost,
+    HostError,
+    SessionEnd,
+    SessionUsage,
+    TrialContext,
+    run_json_stream,
+    secret_values,
+)
 from .credentials import (
     CLAUDE_AUTH_ENV,
     ClaudeAuthMode,
@@ -224,11 +233,17 @@ class ClaudeCodeHost(CliHost):
         argv = self.argv(context)
         env = self.session_env(context)
         stream = ClaudeStream(usage)
+        if context.transcript is not None:
+            context.transcript.add_secrets(
+                secret_values(env, credentials=CLAUDE_AUTH_ENV, pass_env=context.pass_env)
+            )
         result = await run_json_stream(
             argv,
             cwd=context.sandbox,
             env=env,
             on_event=stream.feed,
             stdin=context.prompt.encode("utf-8"),
+            transcript=context.transcript,
+            normalizer=ClaudeNormalizer(version=self._version),
         )
         return close_session("claude", result, host_error=stream.error)

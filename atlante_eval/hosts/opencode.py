@@ -16,11 +16,21 @@ there, because OpenCode merges that variable over the sandbox configuration.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..diagnostics import DiagnosticError, error
-from .base import CliHost, HostError, SessionEnd, SessionUsage, TrialContext, run_json_stream
+from ..transcript_normalize import OpenCodeNormalizer
+from .base import (
+    CliHost,
+    HostError,
+    SessionEnd,
+    SessionUsage,
+    TrialContext,
+    run_json_stream,
+    secret_values,
+)
 from .credentials import (
     CredentialsError,
     copy_private_file,
@@ -191,6 +201,25 @@ class OpenCodeHost(CliHost):
         except ConfigError as exc:
             raise HostError(str(exc)) from None
 
+    def _stored_secrets(self, context: TrialContext) -> list[str]:
+        """The string values of the trial's copied ``auth.json`` (its API keys and tokens)."""
+        path = context.state_dir / "data" / "opencode" / "auth.json"
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return []
+        found: list[str] = []
+        stack: list[object] = [document]
+        while stack and len(found) < 1000:
+            value = stack.pop()
+            if isinstance(value, dict):
+                stack += [v for k, v in value.items() if k not in ("type",)]
+            elif isinstance(value, list):
+                stack += value
+            elif isinstance(value, str):
+                found.append(value)
+        return found
+
     def _copy_credentials(self, state_dir: Path, dialect: Dialect) -> None:
         data = state_dir / "data" / "opencode"
         auth_json, database = self._auth_json, self._database
@@ -239,11 +268,18 @@ class OpenCodeHost(CliHost):
         argv = self.argv(context)
         env = self.session_env(context)
         stream = OpenCodeStream(usage)
+        if context.transcript is not None:
+            context.transcript.add_secrets(
+                secret_values(env, credentials=(), pass_env=context.pass_env)
+            )
+            context.transcript.add_secrets(self._stored_secrets(context))
         result = await run_json_stream(
             argv,
             cwd=context.sandbox,
             env=env,
             on_event=stream.feed,
             stdin=context.prompt.encode("utf-8"),
+            transcript=context.transcript,
+            normalizer=OpenCodeNormalizer(version=self._version, model=context.model),
         )
         return close_session("opencode", result, host_error=stream.error)

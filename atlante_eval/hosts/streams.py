@@ -12,8 +12,10 @@ Token rules (reference §6.6/§6.7, with the reference's Claude undercount fixed
   sum. Other events count only until the first step usage is seen.
 * Claude Code: each assistant message's usage counts once, keyed by message id
   (a later snapshot of the same message replaces the earlier one), so the budget
-  binds while the session runs; the final ``result`` event's summed usage then
-  sets the final figure.
+  binds while the session runs; each ``result`` event then sets the figure: its
+  ``modelUsage`` (the session's total, subagents included) when present, else the
+  sum of the result events' ``usage`` (each counts the main agent's calls since
+  the previous result; a background subagent's completion adds a second result).
 """
 
 from __future__ import annotations
@@ -284,6 +286,27 @@ class OpenCodeStream:
             self.error = _opencode_error(error)
 
 
+_MODEL_USAGE_PARTS = (
+    "inputTokens",
+    "outputTokens",
+    "cacheReadInputTokens",
+    "cacheCreationInputTokens",
+)
+
+
+def _model_usage_total(value: object) -> int | None:
+    """Tokens of a Claude ``modelUsage`` object (per model), summed; ``None`` when absent."""
+    if not isinstance(value, dict):
+        return None
+    parts = [
+        _number(entry.get(key))
+        for entry in value.values()
+        if isinstance(entry, dict)
+        for key in _MODEL_USAGE_PARTS
+    ]
+    return _sum(parts)
+
+
 def _text(value: object) -> str | None:
     if isinstance(value, str) and value.strip():
         return value.strip()
@@ -315,6 +338,7 @@ class ClaudeStream:
         """Why the result event says the session failed, if it does."""
         self.result_seen = False
         self._messages: dict[str, dict[str, float]] = {}
+        self._result_tokens = 0
 
     def _message_usage(self, message_id: object, usage: object) -> None:
         if not isinstance(message_id, str) or not isinstance(usage, dict):
@@ -356,11 +380,20 @@ class ClaudeStream:
 
     def _result(self, event: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]) -> None:
         self.result_seen = True
+        # ``modelUsage`` is the session's cumulative total, subagents included; ``usage``
+        # counts only the main agent's calls since the previous result event.
+        session = _model_usage_total(event.get("modelUsage"))
         for candidate in candidates:
             tokens = normalize_claude_usage(candidate.get("usage"))
             if tokens is not None:
-                self.usage.observe_tokens(tokens)
+                self._result_tokens += tokens
                 break
+        else:
+            tokens = None
+        if session is not None:
+            self.usage.observe_tokens(session)
+        elif tokens is not None:
+            self.usage.observe_tokens(self._result_tokens)
         for candidate in candidates:
             cost = next(
                 (

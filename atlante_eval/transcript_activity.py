@@ -1,0 +1,152 @@
+"""Summarise transcripts into the report's ``activity``: per trial, and per scenario."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
+
+from .report import Activity, ScenarioActivity, ScenarioToolCalls, ToolCallCounts, TrialResult
+from .transcript import (
+    TRANSCRIPT_FILE,
+    ErrorEntry,
+    ResultEntry,
+    SkillEntry,
+    SubagentEntry,
+    ToolCallEntry,
+    TranscriptEntry,
+    TranscriptError,
+    UsageEntry,
+    load_transcript,
+)
+
+__all__ = [
+    "MAX_FILES_WRITTEN",
+    "ActivityCounter",
+    "copy_trial_files",
+    "recorded_activity",
+    "scenario_activity",
+]
+
+#: Most paths ``activity.filesWritten`` lists.
+MAX_FILES_WRITTEN = 200
+_PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "notebookPath")
+
+
+class ActivityCounter:
+    """Counts what a trial's entries show, as they are written."""
+
+    def __init__(self, sandbox: Path | None = None) -> None:
+        self._roots = [str(sandbox), str(sandbox.resolve())] if sandbox is not None else []
+        self._calls: Counter[str] = Counter()
+        self._names: Counter[str] = Counter()
+        self._skills: Counter[str] = Counter()
+        self._subagents: Counter[str] = Counter()
+        self._files: dict[str, None] = {}
+        self._turns: int | None = None
+        self._usage_steps = 0
+        self._first_error: str | None = None
+
+    def add(self, entry: TranscriptEntry) -> None:
+        """Account for one entry."""
+        if isinstance(entry, ToolCallEntry):
+            self._calls[entry.tool_kind] += 1
+            self._names[entry.name] += 1
+            if entry.tool_kind == "write" and entry.status == "ok":
+                self._file(entry.input)
+        elif isinstance(entry, SkillEntry):
+            self._skills[entry.name] += 1
+        elif isinstance(entry, SubagentEntry):
+            self._subagents[entry.name] += 1
+        elif isinstance(entry, ErrorEntry) and self._first_error is None:
+            self._first_error = entry.message.splitlines()[0] if entry.message else "error"
+        elif isinstance(entry, ResultEntry) and entry.turns is not None:
+            # A Claude session that waits for a background subagent ends with two results.
+            self._turns = (self._turns or 0) + entry.turns
+        elif isinstance(entry, UsageEntry):
+            self._usage_steps += 1
+
+    def _file(self, arguments: dict[str, object]) -> None:
+        path = next((v for k in _PATH_KEYS if isinstance(v := arguments.get(k), str) and v), None)
+        if path is None or len(self._files) >= MAX_FILES_WRITTEN:
+            return
+        for root in self._roots:
+            if path == root or path.startswith(root.rstrip("/") + "/"):
+                path = path[len(root.rstrip("/")) + 1 :] or "."
+                break
+        self._files[str(PurePosixPath(path))] = None
+
+    @property
+    def first_error(self) -> str | None:
+        """The first host error seen."""
+        return self._first_error
+
+    def activity(self) -> Activity:
+        """Return the summary so far."""
+        return Activity(
+            turns=self._turns if self._turns is not None else self._usage_steps,
+            tool_calls=ToolCallCounts(
+                total=sum(self._calls.values()),
+                by_kind=dict(sorted(self._calls.items())),
+                by_name=dict(sorted(self._names.items())),
+            ),
+            skills=dict(sorted(self._skills.items())),
+            subagents=dict(sorted(self._subagents.items())),
+            files_written=list(self._files),
+            first_error=self._first_error,
+        )
+
+
+def _used(names: Iterable[dict[str, int]]) -> dict[str, int]:
+    trials: Counter[str] = Counter()
+    for used in names:
+        trials.update(used.keys())
+    return dict(sorted(trials.items()))
+
+
+def scenario_activity(trials: Sequence[TrialResult]) -> ScenarioActivity | None:
+    """Aggregate the trials' activity (``None`` when no trial has one)."""
+    summaries = [t.activity for t in trials if t.activity is not None]
+    if not summaries:
+        return None
+    kinds: Counter[str] = Counter()
+    for summary in summaries:
+        kinds.update(summary.tool_calls.by_kind)
+    return ScenarioActivity(
+        trials=len(summaries),
+        skills=_used(s.skills for s in summaries),
+        subagents=_used(s.subagents for s in summaries),
+        tool_calls=ScenarioToolCalls(by_kind=dict(sorted(kinds.items()))),
+    )
+
+
+def _trial_dir(run_dir: Path, scenario: str, index: int) -> Path:
+    return run_dir / "trials" / scenario / str(index)
+
+
+def recorded_activity(run_dir: Path, scenario: str, index: int) -> tuple[str, Activity] | None:
+    """The transcript a trial that never finished left, and its activity (``None``: none).
+
+    Used for trials an interruption cut short: what they did is still on disk.
+    """
+    path = _trial_dir(run_dir, scenario, index) / TRANSCRIPT_FILE
+    try:
+        entries = load_transcript(path)
+    except (OSError, TranscriptError):
+        return None
+    counter = ActivityCounter()
+    for entry in entries:
+        counter.add(entry)
+    return path.relative_to(run_dir).as_posix(), counter.activity()
+
+
+def copy_trial_files(source: Path, target: Path, trials: Sequence[tuple[str, int]]) -> None:
+    """Copy the given trials' transcript directories from run ``source`` into run ``target``."""
+    for scenario, index in trials:
+        origin = _trial_dir(source, scenario, index)
+        if not origin.is_dir() or origin.is_symlink():
+            continue
+        destination = _trial_dir(target, scenario, index)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(origin, destination, symlinks=True, dirs_exist_ok=True)
