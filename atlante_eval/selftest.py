@@ -8,7 +8,9 @@ instead of a coding-agent host:
   untouched fixture; a scenario that passes anyway is *vacuous*, because an agent
   that does nothing would score 100% on it.
 * trial 1, the **reference agent**, applies the scenario's reference solution (see
-  :mod:`atlante_eval.solutions` for where solutions live). Every check must pass; a
+  :mod:`atlante_eval.solutions` for where solutions live) and then runs the
+  scenario's ``command`` checks once, as an agent that tests its work would, so
+  the files they leave behind are graded too. Every check must pass; a
   failing check, such as a ``diff-allowlist`` the solution itself violates, means
   no agent can pass the scenario as written. Scenarios without a solution run the
   null agent only, with a ``selftest-no-solution`` warning.
@@ -32,7 +34,8 @@ from typing import Any, Literal
 import anyio
 
 from ._version import __version__
-from .choices import DEFAULT_SELFTEST_JOBS
+from .checks import CheckContext, run_checks
+from .choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from .diagnostics import DiagnosticError, error
 from .engine import Engine, EngineOptions
 from .events import ProgressEvent
@@ -41,6 +44,7 @@ from .lifecycle import run_lifecycle
 from .plan import Plan, PlannedTrial, resolve_budget
 from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
+from .scenarios import CommandCheck
 from .selftest_findings import (
     NULL_TRIAL,
     REFERENCE_TRIAL,
@@ -72,9 +76,6 @@ __all__ = [
     "run_selftest",
 ]
 
-#: ``meta.host`` of a selftest report.
-SELFTEST_HOST = "selftest"
-
 AgentName = Literal["null", "reference"]
 TrialCallback = Callable[[str, AgentName, TrialResult], object]
 
@@ -104,7 +105,13 @@ class NullAgent:
 
 
 class ReferenceAgent:
-    """A stand-in agent that applies each scenario's reference solution to the sandbox."""
+    """A stand-in agent that applies each scenario's reference solution to the sandbox.
+
+    Then, like a real agent that tests its work, it runs the scenario's ``command``
+    checks once (their verdicts are ignored here), so files those commands create
+    (``__pycache__/*.pyc``, build output) are in the sandbox when ``diff-allowlist``
+    grades it, as they are after a real trial.
+    """
 
     name = "reference"
     version: str | None = __version__
@@ -123,7 +130,7 @@ class ReferenceAgent:
         """Write nothing before the baseline: the solution is the agent's work."""
 
     async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
-        """Delete the solution's listed paths and copy its files into the sandbox."""
+        """Delete the solution's listed paths, copy its files in, then run the command checks."""
         usage.observe_tokens(0)
         usage.observe_cost(0.0)
         solution = self.solutions.get(context.scenario.name)
@@ -144,6 +151,12 @@ class ReferenceAgent:
         _transcribe(
             context, "reference", [*solution.delete, *solution.files], deleted=len(solution.delete)
         )
+        commands = [c for c in context.scenario.document.checks if isinstance(c, CommandCheck)]
+        if commands:
+            await run_checks(
+                commands, CheckContext(root=context.sandbox, snapshot={}, changes=None)
+            )
+            evidence["commandsRun"] = len(commands)
         return SessionEnd(evidence={**evidence, **counts})
 
 

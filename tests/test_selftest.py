@@ -79,9 +79,9 @@ def test_quickstart_is_sound_through_the_cli(tmp_path: Path) -> None:
         assert name in result.stdout
         assert f"{name} · null agent: fail" in result.stderr
         assert f"{name} · reference agent: pass" in result.stderr
-    report_line = next(line for line in result.stdout.splitlines() if line.startswith("report: "))
-    report_path = Path(report_line.removeprefix("report: "))
-    assert report_path.parent.parent == tmp_path
+    report_line = next(line for line in result.stdout.splitlines() if line.startswith("report "))
+    report_path = Path(report_line.removeprefix("report "))
+    assert report_path.resolve().parent.parent == tmp_path.resolve()  # relative to cwd, as run
     assert (report_path.parent / "selftest.json").is_file()
 
 
@@ -527,8 +527,8 @@ def test_keep_option_prints_where_the_sandboxes_are(tmp_path: Path) -> None:
     _solution(root, "s", {"out.txt": "done\n"})
     result = _invoke("selftest", str(root), "--out", str(tmp_path / "r"), "--keep")
     assert result.exit_code == 0
-    line = next(x for x in result.stdout.splitlines() if x.startswith("sandboxes kept in: "))
-    kept = Path(line.removeprefix("sandboxes kept in: "))
+    line = next(x for x in result.stdout.splitlines() if x.startswith("sandboxes kept in "))
+    kept = Path(line.removeprefix("sandboxes kept in "))
     try:
         trials = sorted(p.name for p in kept.iterdir() if not p.name.startswith("."))
         assert trials == ["s-trial-0", "s-trial-1"]
