@@ -234,7 +234,10 @@ def schema(
         str, typer.Argument(metavar="KIND", help=f"One of: {', '.join(SCHEMA_KINDS)}.")
     ],
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print JSON (the default and only format).")
+        bool,
+        typer.Option(
+            "--json", help="Print JSON (the default and only format).", show_default=False
+        ),
     ] = True,
 ) -> None:
     """Print the JSON Schema of a file format (scenario, config or report)."""
