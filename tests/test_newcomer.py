@@ -22,7 +22,7 @@ from atlante_eval.hosts import TrialContext
 from atlante_eval.hosts.claude_code import ClaudeCodeHost, claude_settings
 from atlante_eval.options import RunOptions
 from atlante_eval.runner import execute_run
-from tests.realhost.stubcli import write_stub
+from tests.realhost.stubcli import calls, write_stub
 
 CONSOLE = Path(sys.executable).with_name("atlante-eval")
 OUT_CHECK = [{"type": "file-exists", "path": "out.txt"}]
@@ -67,60 +67,95 @@ def _two_scenarios(tmp_path: Path) -> Path:
     )
 
 
+def _stub_opencode(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An OpenCode V1 stand-in executable on PATH, signed in; each session writes out.txt."""
+    bin_dir = tmp_path / "stub-bin"
+    stub = write_stub(bin_dir, "opencode", version="1.18.33", write={"out.txt": "x\n"})
+    env = _env(tmp_path, path=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    auth = Path(env["XDG_DATA_HOME"]) / "opencode" / "auth.json"
+    auth.parent.mkdir(parents=True, exist_ok=True)
+    auth.write_text('{"acme": {"type": "api", "key": "k"}}')
+    return env, stub
+
+
+def _sessions(stub: Path) -> int:
+    """How many host sessions (``opencode run ...``) the stand-in executable served."""
+    return sum(1 for call in calls(stub) if call["argv"][1:2] == ["run"])
+
+
+def _stub_project(tmp_path: Path) -> Path:
+    return make_project(
+        tmp_path / "p",
+        scenarios=[
+            scenario("passes", checks=OUT_CHECK),
+            scenario("fails", checks=[{"type": "file-exists", "path": "never.txt"}]),
+        ],
+        eval_extra={"model": "acme/model", "budget": {"trials": 1}},
+    )
+
+
 def test_last_failed_skips_selftest_reports_and_names_the_run_it_took(tmp_path: Path) -> None:
     """After run then selftest, --last-failed takes the real run, not the selftest's."""
-    root = _two_scenarios(tmp_path)
-    status, _out, _err = standin_run(tmp_path, str(root), name="first")
-    assert status == 1
+    env, stub = _stub_opencode(tmp_path)
+    root = _stub_project(tmp_path)
+    first_run = console("run", str(root), env=env)
+    assert first_run.returncode == 1, first_run.stderr
+    assert _sessions(stub) == 2
     [first] = [p for p in (root / ".atlante" / "eval").iterdir() if p.is_dir()]
-    selftest = console("selftest", str(root))
+    selftest = console("selftest", str(root), env=env)
     assert selftest.returncode == 0, selftest.stderr
-    status, out, err = standin_run(tmp_path, str(root), "--last-failed", "--json", name="second")
-    assert status == 1
-    report = json.loads(out)
-    assert list(report["scenarios"]) == ["fails"]
-    assert f"took run {first.name}" in err
-    assert "skipped 1 newer selftest report" in err
+    second = console("run", str(root), "--last-failed", "--json", env=env)
+    assert second.returncode == 1
+    assert list(json.loads(second.stdout)["scenarios"]) == ["fails"]
+    assert _sessions(stub) == 3  # one more session: only "fails" ran
+    assert f"took run {first.name}" in second.stderr
+    assert "skipped 1 newer selftest report" in second.stderr
 
 
 def test_last_failed_with_only_a_selftest_report_runs_everything_and_says_why(
     tmp_path: Path,
 ) -> None:
     """A selftest report alone is no earlier run: every scenario runs, and the note says so."""
-    root = _two_scenarios(tmp_path)
-    assert console("selftest", str(root)).returncode == 0
-    status, out, err = standin_run(tmp_path, str(root), "--last-failed", "--json", name="run")
-    assert status == 1
-    assert sorted(json.loads(out)["scenarios"]) == ["fails", "passes"]
-    assert "no earlier run found (skipped 1 newer selftest report)" in err
+    env, _stub = _stub_opencode(tmp_path)
+    root = _stub_project(tmp_path)
+    assert console("selftest", str(root), env=env).returncode == 0
+    result = console("run", str(root), "--last-failed", "--json", env=env)
+    assert result.returncode == 1
+    assert sorted(json.loads(result.stdout)["scenarios"]) == ["fails", "passes"]
+    assert "no earlier run found (skipped 1 newer selftest report)" in result.stderr
 
 
 def test_junit_in_a_missing_directory_exits_2_before_any_session(tmp_path: Path) -> None:
-    """--junit missing-dir/x.xml is refused up front: exit 2, no trial, no report."""
-    root = _two_scenarios(tmp_path)
-    status, out, err = standin_run(
-        tmp_path, str(root), "--junit", str(tmp_path / "missing-dir" / "x.xml"), name="junit"
-    )
-    assert status == 2
-    assert "invalid-output-path" in err
-    assert "missing-dir" in err
-    assert "does not exist" in err
-    assert "trial" not in err
-    assert out == ""
+    """--junit missing-dir/x.xml is refused up front: exit 2, no session, no report."""
+    env, stub = _stub_opencode(tmp_path)
+    root = _stub_project(tmp_path)
+    result = console("run", str(root), "--junit", str(tmp_path / "missing-dir" / "x.xml"), env=env)
+    assert result.returncode == 2
+    assert "error [invalid-output-path]: --junit" in result.stderr
+    assert "missing-dir" in result.stderr
+    assert "does not exist" in result.stderr
+    assert result.stdout == ""
+    assert calls(stub) == []  # not even the version probe ran
     assert not (root / ".atlante" / "eval").exists()
+    # The same run with a writable --junit path spends its sessions and writes the file.
+    ok = console("run", str(root), "--junit", str(tmp_path / "x.xml"), env=env)
+    assert ok.returncode == 1
+    assert _sessions(stub) == 2
+    assert (tmp_path / "x.xml").read_bytes().startswith(b"<?xml")
 
 
 def test_junit_naming_a_directory_and_out_naming_a_file_are_both_reported(
     tmp_path: Path,
 ) -> None:
     """Every bad output path is reported at once, before the run starts."""
-    root = _two_scenarios(tmp_path)
+    env, stub = _stub_opencode(tmp_path)
+    root = _stub_project(tmp_path)
     blocker = tmp_path / "file.txt"
     blocker.write_text("x")
-    status, _out, err = standin_run(
-        tmp_path, str(root), "--junit", str(tmp_path), "--out", str(blocker), name="both"
-    )
-    assert status == 3  # eval-report-failed for --out, as the reference has it
+    result = console("run", str(root), "--junit", str(tmp_path), "--out", str(blocker), env=env)
+    err = result.stderr
+    assert result.returncode == 3  # eval-report-failed for --out, as the reference has it
+    assert calls(stub) == []
     assert "invalid-output-path" in err
     assert "is a directory" in err
     assert "eval-report-failed" in err
