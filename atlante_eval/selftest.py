@@ -26,6 +26,7 @@ credentials, host CLI or network is needed.
 from __future__ import annotations
 
 import inspect
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ from .events import ProgressEvent
 from .hosts.base import SessionEnd, SessionUsage, TrialContext
 from .lifecycle import run_lifecycle
 from .plan import Plan, PlannedTrial, resolve_budget
-from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
+from .report import CheckResult, Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
 from .scenarios import CommandCheck
 from .selftest_findings import (
@@ -148,15 +149,23 @@ class ReferenceAgent:
                 error=f"the reference solution could not be applied: {exc}",
                 evidence={**evidence, "applyError": str(exc)},
             )
-        _transcribe(
-            context, "reference", [*solution.delete, *solution.files], deleted=len(solution.delete)
-        )
         commands = [c for c in context.scenario.document.checks if isinstance(c, CommandCheck)]
-        if commands:
+        ran = (
             await run_checks(
                 commands, CheckContext(root=context.sandbox, snapshot={}, changes=None)
             )
+            if commands
+            else []
+        )
+        if commands:
             evidence["commandsRun"] = len(commands)
+        _transcribe(
+            context,
+            "reference",
+            [*solution.delete, *solution.files],
+            deleted=len(solution.delete),
+            commands=[(c.run, r) for c, r in zip(commands, ran, strict=True)],
+        )
         return SessionEnd(evidence={**evidence, **counts})
 
 
@@ -167,8 +176,9 @@ def _transcribe(
     *,
     deleted: int = 0,
     error: str | None = None,
+    commands: Sequence[tuple[Sequence[str], CheckResult]] = (),
 ) -> None:
-    """Write the stand-in agent's synthetic session: start, its file changes, its result."""
+    """Write the stand-in agent's synthetic session: start, file changes, commands, result."""
     transcript = context.transcript
     if transcript is None:
         return
@@ -187,6 +197,18 @@ def _transcribe(
                 input={"path": path},
                 output="deleted" if removed else "written",
                 duration_ms=0,
+            )
+        )
+    for number, (argv, outcome) in enumerate(commands):
+        transcript.write(
+            ToolCallEntry(
+                t=t,
+                id=f"{agent}-run-{number}",
+                name="bash",
+                tool_kind="shell",
+                input={"command": shlex.join(argv)},
+                output=f"exit {outcome.evidence.get('exit')}",
+                duration_ms=outcome.duration_ms,
             )
         )
     if error is not None:

@@ -175,11 +175,17 @@ def test_selftest_writes_synthetic_transcripts(quickstart: SelftestOutcome) -> N
             assert calls == []
         else:
             assert calls
-            assert {c.tool_kind for c in calls} == {"write"}
+            # The solution's files as writes, then the command check it runs, as an
+            # agent that tests its work would (its bytecode is the only other change).
+            assert {c.tool_kind for c in calls} == {"write", "shell"}
+            writes = [c for c in calls if c.tool_kind == "write"]
+            [shell] = [c for c in calls if c.tool_kind == "shell"]
+            assert shell.input == {"command": "python3 -m unittest"}
             assert trial.activity is not None
             assert trial.activity.tool_calls.total == len(calls)
-            assert trial.activity.files_written == [str(c.input["path"]) for c in calls]
-            assert set(trial.changed_files or []) <= set(trial.activity.files_written)
+            assert trial.activity.files_written == [str(c.input["path"]) for c in writes]
+            others = set(trial.changed_files or []) - set(trial.activity.files_written)
+            assert all("__pycache__/" in path for path in others)
 
 
 def test_json_option_prints_the_analysis(tmp_path: Path) -> None:
