@@ -14,6 +14,7 @@ __all__ = [
     "DEFAULT_MARGIN",
     "DEFAULT_SELFTEST_JOBS",
     "SCHEMA_KINDS",
+    "SELFTEST_HOST",
     "Adjust",
     "CheckType",
     "FailOn",
@@ -47,3 +48,5 @@ HostName = Literal["opencode", "claude-code"]
 LogFormat = Literal["none", "console", "json"]
 #: The formats whose JSON Schema ``atlante-eval schema KIND`` prints.
 SCHEMA_KINDS = ("scenario", "config", "report", "transcript")
+#: ``meta.host`` of a selftest report (``run --last-failed`` skips such reports).
+SELFTEST_HOST = "selftest"

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "ATLANTE_ABOUT",
     "CODES",
     "RUN_LEVEL_CODES",
     "Diagnostic",
@@ -28,6 +29,9 @@ __all__ = [
 ]
 
 Severity = Literal["error", "warning"]
+
+#: What a ``next`` step naming an ``atlante`` command says about it (not part of this tool).
+ATLANTE_ABOUT = "Atlante (https://atlante.sh), the harness builder"
 
 #: Every code this tool emits, with a one-line meaning (rendered into docs/diagnostics.md).
 CODES: dict[str, str] = {
@@ -43,6 +47,7 @@ CODES: dict[str, str] = {
     "invalid-trials": "--trials is not an integer from 1 to 50.",
     "invalid-option": "A command-line option has an invalid value.",
     "unknown-scenario-filter": "--scenario names a scenario that was not discovered.",
+    "invalid-output-path": "An output file option names a path that cannot be written.",
     # scenario discovery
     "invalid-scenario-glob": "eval.scenarios is absolute or climbs out of the root with '..'.",
     "empty-scenario-glob": "eval.scenarios matches no scenario document.",
@@ -50,6 +55,8 @@ CODES: dict[str, str] = {
     "invalid-json": "A scenario document is not valid JSON (.json) or JSONC (.jsonc).",
     "invalid-eval-scenario": "A scenario document does not match the v0.1 scenario schema.",
     "duplicate-scenario-name": "Two scenario documents declare the same name.",
+    "scenario-name-too-long": "A scenario name is longer than the trial directories allow.",
+    "unknown-scenario-agent": "A scenario's task.agent is defined by no native output or host.",
     "invalid-scenario-fixture": "A scenario fixture is missing, not a directory, or unsafe.",
     # pack suites
     "pack-eval-unreadable": "A selected pack's root preset cannot be read or parsed.",
@@ -65,6 +72,9 @@ CODES: dict[str, str] = {
     "eval-host-unavailable": "The host executable cannot be run, or its version is unreadable.",
     "eval-host-unsupported-version": "The host's version is outside the supported range.",
     "eval-host-unauthenticated": "The host has no stored credentials.",
+    "eval-model-unset": "OpenCode runs without eval.model: the host's default model is used.",
+    "eval-model-required": "OpenCode V2 runs without eval.model: it has no default model.",
+    "git-unavailable": "git is not on PATH; every sandbox baseline needs it.",
     # running
     "eval-run-failed": "The run stopped on an unexpected error; a partial report was published.",
     "eval-run-interrupted": "The run was interrupted; finished trials are in a partial report.",
@@ -84,6 +94,8 @@ CODES: dict[str, str] = {
     "selftest-solution-failed": "A scenario's reference solution does not pass every check.",
     "selftest-solution-invalid": "A reference solution directory is malformed or unsafe.",
     "selftest-setup-failed": "A selftest trial's sandbox could not be assembled (fixture, setup).",
+    "selftest-command-leftovers": "Running a scenario's command checks leaves files its "
+    "diff-allowlist forbids: a correct agent that tests its work fails.",
     "selftest-check-error": "A check reached no verdict in a selftest (bad path, missing tool).",
     "selftest-no-solution": "A scenario has no reference solution; only the null agent ran.",
 }
@@ -94,6 +106,7 @@ RUN_LEVEL_CODES: frozenset[str] = frozenset(
         "eval-host-unavailable",
         "eval-host-unsupported-version",
         "eval-host-unauthenticated",
+        "git-unavailable",
         "eval-run-failed",
         "eval-run-interrupted",
         "eval-report-failed",
@@ -184,16 +197,17 @@ class DiagnosticError(Exception):
     infrastructure problems.
     """
 
-    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
+    def __init__(self, diagnostics: Iterable[Diagnostic], *, exit_code: int | None = None) -> None:
         self.diagnostics: tuple[Diagnostic, ...] = tuple(sort_diagnostics(diagnostics))
+        self._exit_code = exit_code
         first = next((d for d in self.diagnostics if d.severity == "error"), None)
         summary = first.message if first else "validation failed"
         super().__init__(f"[{first.code if first else 'error'}] {summary}")
 
     @property
     def exit_code(self) -> int:
-        """Exit status the CLI uses for this failure."""
-        return exit_code_for(self.diagnostics)
+        """Exit status the CLI uses for this failure (130 for an interrupted probe)."""
+        return self._exit_code if self._exit_code is not None else exit_code_for(self.diagnostics)
 
 
 _RED = "\x1b[31m"

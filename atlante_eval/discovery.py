@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,28 +121,39 @@ def fixture_problem(root: Path, relative: str) -> str | None:
             return f"fixture path traverses a symbolic link: {relative}"
     if not stat.S_ISDIR(info.st_mode):
         return f"fixture is not a directory: {relative}"
-    return _fixture_tree_problem(current, relative)
+    problems = _fixture_tree_problems(current, relative)
+    if len(problems) > _MAX_FIXTURE_PROBLEMS:
+        problems = [*problems[:_MAX_FIXTURE_PROBLEMS], "and more"]
+    return "; ".join(problems) or None
 
 
-def _fixture_tree_problem(directory: Path, label: str) -> str | None:
+#: Problems of one fixture tree listed in its diagnostic before "and more".
+_MAX_FIXTURE_PROBLEMS = 10
+
+
+def _fixture_tree_problems(directory: Path, label: str) -> list[str]:
+    """Every reason the tree below ``directory`` is unsafe (a few past the listed cap)."""
+    problems: list[str] = []
     stack: list[tuple[Path, str, int]] = [(directory, label, 0)]
-    while stack:
+    while stack and len(problems) <= _MAX_FIXTURE_PROBLEMS:
         current, shown, depth = stack.pop()
         if depth > _MAX_FIXTURE_DEPTH:
-            return f"fixture is nested deeper than {_MAX_FIXTURE_DEPTH} levels: {shown}"
+            problems.append(f"fixture is nested deeper than {_MAX_FIXTURE_DEPTH} levels: {shown}")
+            continue
         try:
             entries = sorted(os.scandir(current), key=lambda e: e.name)
         except OSError as exc:
-            return f"fixture directory is unreadable: {shown} ({exc.strerror})"
+            problems.append(f"fixture directory is unreadable: {shown} ({exc.strerror})")
+            continue
         for entry in entries:
             child = f"{shown}/{entry.name}"
             if entry.name in FORBIDDEN_SEGMENTS:
-                return f"fixture contains a forbidden entry: {child}"
-            if entry.is_symlink():
-                return f"fixture contains a symbolic link: {child}"
-            if entry.is_dir(follow_symlinks=False):
+                problems.append(f"fixture contains a forbidden entry: {child}")
+            elif entry.is_symlink():
+                problems.append(f"fixture contains a symbolic link: {child}")
+            elif entry.is_dir(follow_symlinks=False):
                 stack.append((Path(entry.path), child, depth + 1))
-    return None
+    return sorted(problems)
 
 
 def _glob_problem(pattern: str) -> str | None:
@@ -218,6 +229,7 @@ def discover_scenarios(
     diagnostics: list[Diagnostic] = []
     first_source: dict[str, str] = {}
     fixtures: dict[str, str | None] = {}
+    bad_fixture_users: dict[str, list[Scenario]] = {}
     by_name: dict[str, Scenario] = {}
     for relative in matches:
         source = f"{source_prefix}{relative}"
@@ -241,24 +253,39 @@ def discover_scenarios(
         fixture = scenario.document.task.fixture
         if fixture not in fixtures:
             fixtures[fixture] = fixture_problem(root, fixture)
-        problem = fixtures[fixture]
-        if problem:
-            diagnostics.append(
-                error(
-                    "invalid-scenario-fixture",
-                    problem,
-                    source=source,
-                    pointer="/task/fixture",
-                    location=location_of(scenario.text, "/task/fixture"),
-                    expected=_FIXTURE_EXPECTED,
-                    next="point task.fixture at a directory of plain files and folders "
-                    "inside the root",
-                )
-            )
+        if fixtures[fixture]:
+            bad_fixture_users.setdefault(fixture, []).append(scenario)
             continue
         by_name[scenario.name] = scenario
+    diagnostics += _fixture_diagnostics(fixtures, bad_fixture_users)
     ordered = tuple(by_name[name] for name in sorted(by_name))
     return Discovery(ordered, tuple(sort_diagnostics(diagnostics)))
+
+
+def _fixture_diagnostics(
+    problems: Mapping[str, str | None], users: Mapping[str, Sequence[Scenario]]
+) -> list[Diagnostic]:
+    """One ``invalid-scenario-fixture`` per bad fixture, at its first scenario, naming the rest."""
+    found = []
+    for fixture, scenarios in users.items():
+        first, *others = scenarios
+        shared = (
+            f" (fixture {fixture} is also used by {', '.join(s.name for s in others)})"
+            if others
+            else ""
+        )
+        found.append(
+            error(
+                "invalid-scenario-fixture",
+                f"{problems[fixture]}{shared}",
+                source=first.source,
+                pointer="/task/fixture",
+                location=location_of(first.text, "/task/fixture"),
+                expected=_FIXTURE_EXPECTED,
+                next="point task.fixture at a directory of plain files and folders inside the root",
+            )
+        )
+    return found
 
 
 def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None, list[Diagnostic]]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .choices import HostName
-from .diagnostics import DiagnosticError, error
+from .diagnostics import ATLANTE_ABOUT, DiagnosticError, error
 from .jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
 
 __all__ = [
@@ -274,7 +274,24 @@ def verify_native_outputs(project_root: Path, host: str) -> NativeOutputs:
                     str(exc),
                     source=".atlante",
                     expected=f"verified native {label} outputs",
-                    next="run `atlante build` and try again",
+                    next=_rebuild_step(project_root),
                 )
             ]
         ) from None
+
+
+def _rebuild_step(project_root: Path) -> str:
+    """``next`` for stale native outputs: rebuild, or the clone's manifest tool if it applies.
+
+    The examples in an atlante-eval clone have hand-written native outputs whose
+    manifests ``tools/native_manifest.py`` refreshes.
+    """
+    step = f"run `atlante build` ({ATLANTE_ABOUT}) and try again"
+    for directory in (project_root, *project_root.parents):
+        tool = directory / "tools" / "native_manifest.py"
+        if tool.is_file() and (directory / "atlante_eval").is_dir():
+            return (
+                f"{step}; for hand-written native outputs (like examples/quickstart), "
+                f"refresh the manifests with `python3 {tool} {project_root}`"
+            )
+    return step

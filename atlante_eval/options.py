@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .choices import DEFAULT_JOBS
-from .diagnostics import DiagnosticError, error
+from .diagnostics import Diagnostic, DiagnosticError, error
 from .plan import parse_trials
 
 __all__ = ["DEFAULT_JOBS", "MAX_RETRY_INFRA", "RunOptions", "Shard", "parse_shard", "run_options"]
@@ -86,6 +88,35 @@ def parse_shard(raw: str | Shard | None) -> Shard | None:
     )
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def pass_env_problems(names: Sequence[str]) -> list[Diagnostic]:
+    """``invalid-option`` for every ``--pass-env`` value that is not a variable name."""
+    problems = []
+    for name in names:
+        if _ENV_NAME.match(name):
+            continue
+        if not name.strip():
+            reason = "needs the name of an environment variable, got an empty value"
+        elif "=" in name:
+            reason = (
+                f"takes a variable name, not NAME=VALUE: got {name!r} (export "
+                f"{name.split('=', 1)[0]} in the environment and pass --pass-env "
+                f"{name.split('=', 1)[0]})"
+            )
+        else:
+            reason = f"takes a variable name (letters, digits, _), got {name!r}"
+        problems.append(
+            error(
+                "invalid-option",
+                f"--pass-env {reason}",
+                expected="an environment variable name, e.g. --pass-env ANTHROPIC_BASE_URL",
+            )
+        )
+    return problems
+
+
 def run_options(**raw: Any) -> RunOptions:
     """Build :class:`RunOptions`, turning bad values into diagnostics (exit 2).
 
@@ -103,15 +134,48 @@ def run_options(**raw: Any) -> RunOptions:
             raw.pop(key, None)
         elif key in raw:
             raw[key] = tuple(raw[key])
+    problems = pass_env_problems(raw.get("pass_env", ()))
+    if problems:
+        raise DiagnosticError(problems)
     try:
         return RunOptions(**raw)
     except ValidationError as exc:
         raise DiagnosticError(
-            [
-                error(
-                    "invalid-option",
-                    f"{'.'.join(str(p) for p in detail['loc'])}: {detail['msg']}",
-                )
-                for detail in exc.errors(include_url=False)
-            ]
+            [_option_error(detail) for detail in exc.errors(include_url=False)]
         ) from None
+
+
+#: The command-line flag of each option field, for messages in the option's own terms.
+OPTION_FLAGS: dict[str, str] = {
+    "scenarios": "--scenario",
+    "trials": "--trials",
+    "jobs": "--jobs",
+    "out": "--out",
+    "keep": "--keep",
+    "pass_env": "--pass-env",
+    "retry_infra": "--retry-infra",
+    "resume": "--resume",
+    "shard": "--shard",
+    "last_failed": "--last-failed",
+}
+
+
+#: Integer bounds of the numeric options (``None``: unbounded).
+_BOUNDS: dict[str, tuple[int, int | None]] = {
+    "trials": (1, 50),
+    "jobs": (1, None),
+    "retry_infra": (0, MAX_RETRY_INFRA),
+}
+
+
+def _option_error(detail: Any) -> Diagnostic:
+    """Say a pydantic error about a field in terms of its flag (``--retry-infra must be 0..10``)."""
+    loc = detail.get("loc") or ()
+    field = str(loc[0]) if loc else ""
+    flag = OPTION_FLAGS.get(field, field)
+    got = detail.get("input")
+    if field in _BOUNDS:
+        low, high = _BOUNDS[field]
+        wanted = f"{low}..{high}" if high is not None else f"an integer >= {low}"
+        return error("invalid-option", f"{flag} must be {wanted}, got {got!r}")
+    return error("invalid-option", f"{flag}: {detail.get('msg', 'invalid value')}, got {got!r}")

@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from .choices import HostName
-from .diagnostics import DiagnosticError, Location, error
+from .diagnostics import ATLANTE_ABOUT, DiagnosticError, Location, error
 from .jsondoc import (
     DocumentParseError,
     DocumentReadError,
@@ -212,7 +212,8 @@ def find_config(path: Path | str | None = None) -> Path:
                     "eval-not-configured",
                     f"no Atlante configuration found in {target}",
                     expected="atlante.jsonc or atlante.json",
-                    next="run `atlante init`, or pass the project directory",
+                    next="pass the project directory, or create one with `atlante init` "
+                    f"({ATLANTE_ABOUT})",
                 )
             ]
         )
@@ -224,7 +225,7 @@ def find_config(path: Path | str | None = None) -> Path:
                 "eval-not-configured",
                 f"no Atlante configuration found at {target}",
                 expected="a project directory, atlante.jsonc or atlante.json",
-                next="check the path, or run `atlante init`",
+                next=f"check the path, or create a project with `atlante init` ({ATLANTE_ABOUT})",
             )
         ]
     )
@@ -332,8 +333,8 @@ def load_project(path: Path | str | None = None) -> Project:
                     pointer="/eval/host",
                     location=location_of(text, "/eval/host"),
                     expected=" or ".join(f'"{host}"' for host in document.hosts),
-                    next=f'add "{document.eval.host}" to "hosts", run `atlante build`, '
-                    "and try again",
+                    next=f'add "{document.eval.host}" to "hosts", run `atlante build` '
+                    f"({ATLANTE_ABOUT}) and try again",
                 )
             ]
         )

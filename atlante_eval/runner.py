@@ -14,6 +14,7 @@ import anyio
 import structlog
 
 from ._version import __version__
+from .choices import SELFTEST_HOST
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
 from .engine import Engine, EngineOptions, call_sink
 from .events import (
@@ -33,6 +34,7 @@ from .lifecycle import ActiveRun, run_lifecycle
 from .logs import get_logger
 from .options import DEFAULT_JOBS, RunOptions, run_options
 from .plan import Plan, PlannedTrial, budget_skips, make_plan, resolve_budget
+from .preflight import model_diagnostics
 from .publish import report_base
 from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
@@ -208,13 +210,24 @@ def _cause(failure: BaseException) -> str:
 def _last_failed(
     suite: Suite, options: RunOptions
 ) -> tuple[tuple[Scenario, ...], Diagnostic | None]:
-    """Scenarios that did not fully pass in the newest report under the report base."""
+    """Scenarios that did not fully pass in the newest real run under the report base.
+
+    Selftest reports (``meta.host`` ``"selftest"``) are skipped: their null agent
+    always fails, so taking one would rerun the whole suite.
+    """
     base = report_base(suite.project.root, options.out)
-    reports = sorted(base.glob("*/report.json")) if base.is_dir() else []
-    for candidate in reversed(reports):
+    loaded: list[tuple[str, str, Path, RunReport]] = []
+    for candidate in sorted(base.glob("*/report.json")) if base.is_dir() else []:
         try:
-            previous = RunReport.model_validate_json(candidate.read_bytes())
+            report = RunReport.model_validate_json(candidate.read_bytes())
         except (OSError, ValueError):
+            continue
+        # Run ids have one-second resolution: order by the recorded start time first.
+        loaded.append((report.meta.started_at or "", candidate.parent.name, candidate, report))
+    skipped = 0
+    for _started, _name, candidate, previous in sorted(loaded, reverse=True):
+        if previous.meta.host == SELFTEST_HOST:
+            skipped += 1
             continue
         failed = {
             name
@@ -222,15 +235,20 @@ def _last_failed(
             if any(t.verdict != "pass" for t in result.trials)
         }
         chosen = tuple(s for s in suite.scenarios if s.name in failed)
+        names = ", ".join(s.name for s in chosen) or "none"
         note = warning(
             "last-failed",
-            f"--last-failed: {len(chosen)} scenario(s) did not fully pass in {previous.run_id}",
+            f"--last-failed: took run {previous.run_id} ({candidate}); "
+            f"{len(chosen)} scenario(s) did not fully pass there: {names}"
+            + (f" ({_skipped(skipped)})" if skipped else ""),
             source=str(candidate),
         )
         return chosen, note
     note = warning(
         "last-failed",
-        "--last-failed: no earlier report found; running every selected scenario",
+        "--last-failed: no earlier run found"
+        + (f" ({_skipped(skipped)})" if skipped else "")
+        + "; running every selected scenario",
         source=str(base),
     )
     return suite.scenarios, note
@@ -246,6 +264,10 @@ def _budget_warning(plan: Plan, planned: int, skips: int) -> Diagnostic:
         next=f"raise eval.budget.maxSessions to {len(plan.trials)}, "
         "or run fewer trials (--trials, --scenario)",
     )
+
+
+def _skipped(count: int) -> str:
+    return f"skipped {count} newer selftest report{'s' if count != 1 else ''}"
 
 
 def _check_pass_env(host: Host, names: Sequence[str]) -> None:
@@ -334,6 +356,14 @@ async def execute_run(
     runner_host = host if host is not None else create_host(config.host)
     await runner_host.probe()
     _check_pass_env(runner_host, options.pass_env)
+    model_notes = model_diagnostics(
+        runner_host.name, config.model, getattr(runner_host, "dialect", None)
+    )
+    if any(d.severity == "error" for d in model_notes):
+        raise DiagnosticError(model_notes)
+    for notice in model_notes:
+        notices.append(notice)
+        await call_sink(on_event, DiagnosticNotice(notice))
     assert suite.native is not None
     plan = make_plan(selected, resolve_budget(config.budget, trials=options.trials))
     fingerprints, definitions = await anyio.to_thread.run_sync(

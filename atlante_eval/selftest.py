@@ -8,7 +8,9 @@ instead of a coding-agent host:
   untouched fixture; a scenario that passes anyway is *vacuous*, because an agent
   that does nothing would score 100% on it.
 * trial 1, the **reference agent**, applies the scenario's reference solution (see
-  :mod:`atlante_eval.solutions` for where solutions live). Every check must pass; a
+  :mod:`atlante_eval.solutions` for where solutions live) and then runs the
+  scenario's ``command`` checks once, as an agent that tests its work would, so
+  the files they leave behind are graded too. Every check must pass; a
   failing check, such as a ``diff-allowlist`` the solution itself violates, means
   no agent can pass the scenario as written. Scenarios without a solution run the
   null agent only, with a ``selftest-no-solution`` warning.
@@ -24,6 +26,7 @@ credentials, host CLI or network is needed.
 from __future__ import annotations
 
 import inspect
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,15 +35,17 @@ from typing import Any, Literal
 import anyio
 
 from ._version import __version__
-from .choices import DEFAULT_SELFTEST_JOBS
+from .checks import CheckContext, run_checks
+from .choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from .diagnostics import DiagnosticError, error
 from .engine import Engine, EngineOptions
 from .events import ProgressEvent
 from .hosts.base import SessionEnd, SessionUsage, TrialContext
 from .lifecycle import run_lifecycle
 from .plan import Plan, PlannedTrial, resolve_budget
-from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
+from .report import CheckResult, Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
+from .scenarios import CommandCheck
 from .selftest_findings import (
     NULL_TRIAL,
     REFERENCE_TRIAL,
@@ -72,9 +77,6 @@ __all__ = [
     "run_selftest",
 ]
 
-#: ``meta.host`` of a selftest report.
-SELFTEST_HOST = "selftest"
-
 AgentName = Literal["null", "reference"]
 TrialCallback = Callable[[str, AgentName, TrialResult], object]
 
@@ -104,7 +106,13 @@ class NullAgent:
 
 
 class ReferenceAgent:
-    """A stand-in agent that applies each scenario's reference solution to the sandbox."""
+    """A stand-in agent that applies each scenario's reference solution to the sandbox.
+
+    Then, like a real agent that tests its work, it runs the scenario's ``command``
+    checks once (their verdicts are ignored here), so files those commands create
+    (``__pycache__/*.pyc``, build output) are in the sandbox when ``diff-allowlist``
+    grades it, as they are after a real trial.
+    """
 
     name = "reference"
     version: str | None = __version__
@@ -123,7 +131,7 @@ class ReferenceAgent:
         """Write nothing before the baseline: the solution is the agent's work."""
 
     async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
-        """Delete the solution's listed paths and copy its files into the sandbox."""
+        """Delete the solution's listed paths, copy its files in, then run the command checks."""
         usage.observe_tokens(0)
         usage.observe_cost(0.0)
         solution = self.solutions.get(context.scenario.name)
@@ -141,8 +149,22 @@ class ReferenceAgent:
                 error=f"the reference solution could not be applied: {exc}",
                 evidence={**evidence, "applyError": str(exc)},
             )
+        commands = [c for c in context.scenario.document.checks if isinstance(c, CommandCheck)]
+        ran = (
+            await run_checks(
+                commands, CheckContext(root=context.sandbox, snapshot={}, changes=None)
+            )
+            if commands
+            else []
+        )
+        if commands:
+            evidence["commandsRun"] = len(commands)
         _transcribe(
-            context, "reference", [*solution.delete, *solution.files], deleted=len(solution.delete)
+            context,
+            "reference",
+            [*solution.delete, *solution.files],
+            deleted=len(solution.delete),
+            commands=[(c.run, r) for c, r in zip(commands, ran, strict=True)],
         )
         return SessionEnd(evidence={**evidence, **counts})
 
@@ -154,8 +176,9 @@ def _transcribe(
     *,
     deleted: int = 0,
     error: str | None = None,
+    commands: Sequence[tuple[Sequence[str], CheckResult]] = (),
 ) -> None:
-    """Write the stand-in agent's synthetic session: start, its file changes, its result."""
+    """Write the stand-in agent's synthetic session: start, file changes, commands, result."""
     transcript = context.transcript
     if transcript is None:
         return
@@ -174,6 +197,18 @@ def _transcribe(
                 input={"path": path},
                 output="deleted" if removed else "written",
                 duration_ms=0,
+            )
+        )
+    for number, (argv, outcome) in enumerate(commands):
+        transcript.write(
+            ToolCallEntry(
+                t=t,
+                id=f"{agent}-run-{number}",
+                name="bash",
+                tool_kind="shell",
+                input={"command": shlex.join(argv)},
+                output=f"exit {outcome.evidence.get('exit')}",
+                duration_ms=outcome.duration_ms,
             )
         )
     if error is not None:

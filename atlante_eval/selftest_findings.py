@@ -3,7 +3,9 @@
 :func:`analyse` reads the null agent's trial (0) and the reference agent's trial
 (1) of each scenario and turns them into findings: ``selftest-vacuous`` when the
 null agent passes, ``selftest-solution-failed`` when the reference solution fails
-a check (a ``diff-allowlist`` it violates included), ``selftest-solution-invalid``
+a check (a ``diff-allowlist`` it violates included), ``selftest-command-leftovers``
+when files the command checks create (run once by the reference agent, as a real
+agent that tests its work would) break a ``diff-allowlist``, ``selftest-solution-invalid``
 when it cannot be applied, ``selftest-setup-failed`` when the sandbox cannot be
 assembled, ``selftest-check-error`` when a check reaches no verdict, and a
 ``selftest-no-solution`` warning when there is no solution to try.
@@ -374,18 +376,7 @@ def _solution_findings(
             continue
         check = scenario.document.checks[result.index]
         if isinstance(check, DiffAllowlistCheck):
-            unexpected = ", ".join(result.evidence.get("unexpected", []))
-            findings.append(
-                error(
-                    "selftest-solution-failed",
-                    f'scenario "{scenario.name}": the reference solution changes paths outside '
-                    f"the diff-allowlist of check {result.index}: {unexpected}",
-                    expected="every path the solution changes is in allow",
-                    next="add the paths to allow if the task needs them, or take them out of "
-                    f"the solution ({solution.label})",
-                    **_at(scenario, f"/checks/{result.index}"),
-                )
-            )
+            findings += _allowlist_findings(scenario, solution, result, reference)
             continue
         findings.append(
             error(
@@ -398,6 +389,64 @@ def _solution_findings(
             )
         )
     return findings
+
+
+def _written_by(solution: Solution, path: str) -> bool:
+    """Whether the solution itself writes or deletes ``path``."""
+    return path in solution.files or any(
+        path == gone or path.startswith(f"{gone}/") for gone in solution.delete
+    )
+
+
+def _allowlist_findings(
+    scenario: Scenario, solution: Solution, result: CheckResult, reference: TrialResult
+) -> list[Diagnostic]:
+    """Split a failed diff-allowlist into the solution's own paths and command leftovers."""
+    unexpected = [str(p) for p in result.evidence.get("unexpected", [])]
+    own = [p for p in unexpected if _written_by(solution, p)]
+    ran_commands = bool((reference.host_evidence or {}).get("commandsRun"))
+    leftovers = [p for p in unexpected if not _written_by(solution, p)] if ran_commands else []
+    own += [p for p in unexpected if p not in own and p not in leftovers]
+    findings = []
+    where = _at(scenario, f"/checks/{result.index}")
+    if own:
+        findings.append(
+            error(
+                "selftest-solution-failed",
+                f'scenario "{scenario.name}": the reference solution changes paths outside '
+                f"the diff-allowlist of check {result.index}: {', '.join(own)}",
+                expected="every path the solution changes is in allow",
+                next="add the paths to allow if the task needs them, or take them out of "
+                f"the solution ({solution.label})",
+                **where,
+            )
+        )
+    if leftovers:
+        suggestion = json.dumps([*dict.fromkeys(_check_allow(scenario, result.index)), *leftovers])
+        findings.append(
+            error(
+                "selftest-command-leftovers",
+                f'scenario "{scenario.name}": running the command checks after the reference '
+                "solution, as an agent that tests its work does, leaves files outside the "
+                f"diff-allowlist of check {result.index}: {', '.join(leftovers)}; a correct "
+                "agent that runs them fails this scenario",
+                expected="the files the command checks create are allowed, or exist before "
+                "the baseline",
+                next=f'allow them ("allow": {suggestion}; allow entries are exact paths, and '
+                "bytecode names such as *.cpython-311.pyc depend on the Python version), "
+                "create them in task.setup (e.g. python3 -m compileall -q .) when the agent "
+                "does not edit their sources, or guard with file-unchanged instead of "
+                "diff-allowlist",
+                **where,
+            )
+        )
+    return findings
+
+
+def _check_allow(scenario: Scenario, index: int) -> list[str]:
+    """The ``allow`` list of the diff-allowlist check at ``index``."""
+    check = scenario.document.checks[index]
+    return list(check.allow) if isinstance(check, DiffAllowlistCheck) else []
 
 
 @dataclass(frozen=True, slots=True)

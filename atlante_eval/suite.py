@@ -18,6 +18,7 @@ from .diagnostics import Diagnostic, DiagnosticError, error, warning
 from .discovery import discover_scenarios
 from .native import NativeOutputs, verify_native_outputs
 from .packs import discover_pack_suites, include_diagnostics, is_included
+from .preflight import agent_diagnostics, git_diagnostics, name_diagnostics
 from .project import Project, load_project
 from .scenarios import Origin, Scenario
 from .validation import location_of
@@ -74,7 +75,8 @@ def load_suite(
         path: project directory or configuration file (default: cwd).
         scenario_filter: names or glob patterns (``*``, ``?``, ``[...]``, ``{a,b}``)
             to keep (``--scenario``); empty keeps all.
-        verify_native: verify the native outputs of the last build (gate 10).
+        verify_native: verify the native outputs of the last build (gate 10), then
+            that every ``task.agent`` is defined and ``git`` is on ``PATH``.
 
     Raises:
         DiagnosticError: any validation problem (exit code 2); warnings ride along.
@@ -97,6 +99,7 @@ def load_suite(
     problems.extend(suites.diagnostics)
     discovered = tuple(sorted((*local, *suites.scenarios), key=lambda s: (s.name, s.source)))
     problems.extend(_duplicates(discovered))
+    problems.extend(name_diagnostics(discovered))
     if problems:
         raise DiagnosticError(problems)
 
@@ -157,6 +160,13 @@ def load_suite(
         raise DiagnosticError([*incompatible, *warnings])
 
     native = verify_native_outputs(project.root, config.host) if verify_native else None
+    if native is not None:
+        environment = [
+            *agent_diagnostics(kept, native, config.host),
+            *git_diagnostics(),
+        ]
+        if environment:
+            raise DiagnosticError([*environment, *warnings])
     return Suite(
         project=project,
         scenarios=tuple(sorted(kept, key=lambda s: s.name)),

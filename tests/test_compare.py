@@ -471,12 +471,12 @@ def test_unreadable_report_exits_2(tmp_path: Path) -> None:
     assert result.stderr.startswith("error [report-unreadable]: no report at ")
 
 
-def test_markdown_unwritable_is_a_report_failure(tmp_path: Path) -> None:
-    """A Markdown path in a missing directory fails with eval-report-failed (exit 3)."""
+def test_markdown_in_a_missing_directory_is_refused_first(tmp_path: Path) -> None:
+    """A Markdown path in a missing directory is invalid-output-path (exit 2), up front."""
     b = write(tmp_path / "b", report({"s": counts(1)}))
     result = _invoke("compare", b, b, "--markdown", tmp_path / "no" / "dir" / "x.md")
-    assert result.exit_code == 3
-    assert "error [eval-report-failed]: could not write the Markdown summary" in result.stderr
+    assert result.exit_code == 2
+    assert "error [invalid-output-path]: --markdown" in result.stderr
 
 
 def test_markdown_render_without_warnings_has_no_warning_lines() -> None:

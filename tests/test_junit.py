@@ -241,12 +241,12 @@ def test_run_writes_junit_after_publishing(tmp_path: Path, monkeypatch: pytest.M
 def test_run_reports_an_unwritable_junit_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A --junit path in a missing directory fails with eval-report-failed (exit 3)."""
+    """A --junit path in a missing directory is refused before any trial (exit 2)."""
     monkeypatch.setattr(runner, "create_host", lambda name: StandinHost())
     root = make_project(tmp_path / "p")
     result = _invoke(
         "run", root, "--trials", "1", "--out", tmp_path / "r", "--junit", tmp_path / "x" / "j.xml"
     )
-    assert result.exit_code == 3
-    assert "error [eval-report-failed]: could not write the JUnit file" in result.stderr
-    assert list((tmp_path / "r").iterdir())  # the report itself was published
+    assert result.exit_code == 2
+    assert "error [invalid-output-path]: --junit" in result.stderr
+    assert not (tmp_path / "r").exists()  # nothing ran, nothing was published

@@ -95,7 +95,9 @@ def test_verify_native_outputs_raises_a_diagnostic(tmp_path: Path) -> None:
         "(.atlante/claude-code-native.json)"
     )
     assert diagnostic.expected == "verified native Claude Code outputs"
-    assert diagnostic.next == "run `atlante build` and try again"
+    assert diagnostic.next == (
+        "run `atlante build` (Atlante (https://atlante.sh), the harness builder) and try again"
+    )
 
 
 # --- the manifest -------------------------------------------------------------------

@@ -79,9 +79,9 @@ def test_quickstart_is_sound_through_the_cli(tmp_path: Path) -> None:
         assert name in result.stdout
         assert f"{name} · null agent: fail" in result.stderr
         assert f"{name} · reference agent: pass" in result.stderr
-    report_line = next(line for line in result.stdout.splitlines() if line.startswith("report: "))
-    report_path = Path(report_line.removeprefix("report: "))
-    assert report_path.parent.parent == tmp_path
+    report_line = next(line for line in result.stdout.splitlines() if line.startswith("report "))
+    report_path = Path(report_line.removeprefix("report "))
+    assert report_path.resolve().parent.parent == tmp_path.resolve()  # relative to cwd, as run
     assert (report_path.parent / "selftest.json").is_file()
 
 
@@ -175,11 +175,17 @@ def test_selftest_writes_synthetic_transcripts(quickstart: SelftestOutcome) -> N
             assert calls == []
         else:
             assert calls
-            assert {c.tool_kind for c in calls} == {"write"}
+            # The solution's files as writes, then the command check it runs, as an
+            # agent that tests its work would (its bytecode is the only other change).
+            assert {c.tool_kind for c in calls} == {"write", "shell"}
+            writes = [c for c in calls if c.tool_kind == "write"]
+            [shell] = [c for c in calls if c.tool_kind == "shell"]
+            assert shell.input == {"command": "python3 -m unittest"}
             assert trial.activity is not None
             assert trial.activity.tool_calls.total == len(calls)
-            assert trial.activity.files_written == [str(c.input["path"]) for c in calls]
-            assert set(trial.changed_files or []) <= set(trial.activity.files_written)
+            assert trial.activity.files_written == [str(c.input["path"]) for c in writes]
+            others = set(trial.changed_files or []) - set(trial.activity.files_written)
+            assert all("__pycache__/" in path for path in others)
 
 
 def test_json_option_prints_the_analysis(tmp_path: Path) -> None:
@@ -527,8 +533,8 @@ def test_keep_option_prints_where_the_sandboxes_are(tmp_path: Path) -> None:
     _solution(root, "s", {"out.txt": "done\n"})
     result = _invoke("selftest", str(root), "--out", str(tmp_path / "r"), "--keep")
     assert result.exit_code == 0
-    line = next(x for x in result.stdout.splitlines() if x.startswith("sandboxes kept in: "))
-    kept = Path(line.removeprefix("sandboxes kept in: "))
+    line = next(x for x in result.stdout.splitlines() if x.startswith("sandboxes kept in "))
+    kept = Path(line.removeprefix("sandboxes kept in "))
     try:
         trials = sorted(p.name for p in kept.iterdir() if not p.name.startswith("."))
         assert trials == ["s-trial-0", "s-trial-1"]

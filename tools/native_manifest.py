@@ -12,7 +12,8 @@ build would have written:
     .atlante/claude-code-native.json   .claude/agents/<id>.md
                                        .claude/skills/<id>/SKILL.md
 
-A host gets a manifest only when its directory exists. Entries are sorted by path;
+A host gets a manifest only when its directory exists; a project with no native
+directory at all is an error (exit 2). Entries are sorted by path;
 the file is two-space JSON with a trailing newline, exactly the build's format.
 
 Usage:
@@ -90,10 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = 0
     for root in args.projects:
+        if not root.is_dir():
+            print(f"error: {root} is not a directory", file=sys.stderr)
+            return 2
+        found = False
         for host, (manifest_path, *_rest) in LAYOUTS.items():
             text = manifest(root, host)
             if text is None:
                 continue
+            found = True
             target = root / manifest_path
             current = target.read_text(encoding="utf-8") if target.is_file() else None
             if current == text:
@@ -106,6 +112,13 @@ def main(argv: list[str] | None = None) -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
             print(f"wrote: {target}")
+        if not found:
+            layouts = ", ".join(f"{v[2]}/ or {v[3]}/" for v in LAYOUTS.values())
+            print(
+                f"error: {root} has no native outputs to record (looked for {layouts})",
+                file=sys.stderr,
+            )
+            return 2
     return 1 if stale else 0
 
 

@@ -7,23 +7,28 @@ each command imports the library modules it needs when it runs.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from typer.core import TyperCommand
 
 from .._version import __version__
 from ..terminal import use_color
 
 if TYPE_CHECKING:
+    from typer import _click as click  # the click typer bundles: types only
+
     from ..diagnostics import Diagnostic
 
 __all__ = [
     "OutOption",
     "PathArg",
     "app",
+    "choice",
     "guarded",
     "main",
     "positive_int",
@@ -31,7 +36,55 @@ __all__ = [
     "print_json",
 ]
 
-app = typer.Typer(
+
+class HelpCommand(TyperCommand):
+    """A command whose help names arguments by their metavar alone.
+
+    Typer's plain help shows ``{BASE} {HEAD}`` in the usage line and a Python type
+    after each argument (``REPORT... <list[Path]>``, ``kind <str>``); the usage
+    line here reads ``BASE HEAD`` and the argument list ``REPORT...``.
+    """
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        """Return the usage line's pieces without braces around required arguments."""
+        return [_BRACED.sub(r"\1", piece) for piece in super().collect_usage_pieces(ctx)]
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Write the Arguments and Options sections, arguments without a type."""
+        arguments: list[tuple[str, str]] = []
+        options: list[tuple[str, str]] = []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                name = param.metavar or (param.name or "").upper()
+                if param.nargs != 1 and not name.endswith("..."):
+                    name += "..."
+                arguments.append((name, record[1]))
+            elif param.param_type_name == "option":
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+_BRACED = re.compile(r"\{([^{}]*)\}")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _App(typer.Typer):
+    """A Typer app whose commands use :class:`HelpCommand` unless told otherwise."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[_F], _F]:
+        """Register a command as :meth:`typer.Typer.command` does, with :class:`HelpCommand`."""
+        kwargs.setdefault("cls", HelpCommand)
+        register: Callable[[_F], _F] = super().command(*args, **kwargs)
+        return register
+
+
+app = _App(
     name="atlante-eval",
     help="Evaluate coding-agent harnesses built by Atlante, with deterministic checks.",
     no_args_is_help=True,
@@ -39,6 +92,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 PathArg = Annotated[
@@ -62,7 +116,9 @@ OutOption = Annotated[
 ]
 
 
-def positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> int | None:
+def positive_int(
+    flag: str, raw: str | None, *, allow_zero: bool = False, maximum: int | None = None
+) -> int | None:
     """Parse an integer option (``--jobs``, ``--retry-infra``) into a diagnostic on error."""
     from ..diagnostics import DiagnosticError, error
 
@@ -70,17 +126,32 @@ def positive_int(flag: str, raw: str | None, *, allow_zero: bool = False) -> int
         return None
     text = raw.strip()
     value = int(text) if text.isascii() and text.isdigit() else -1
-    if value < (0 if allow_zero else 1):
-        raise DiagnosticError(
-            [
-                error(
-                    "invalid-option",
-                    f"{flag} must be a {'non-negative' if allow_zero else 'positive'} integer, "
-                    f"got {raw}",
-                )
-            ]
+    low = 0 if allow_zero else 1
+    if value < low or (maximum is not None and value > maximum):
+        wanted = (
+            f"{low}..{maximum}"
+            if maximum is not None
+            else f"a {'non-negative' if allow_zero else 'positive'} integer"
         )
+        raise DiagnosticError([error("invalid-option", f"{flag} must be {wanted}, got {raw}")])
     return value
+
+
+def choice(flag: str, raw: str | None, allowed: Sequence[str]) -> str | None:
+    """Check an option's value against ``allowed``; a diagnostic in the option's terms."""
+    from ..diagnostics import DiagnosticError, error
+
+    if raw is None or raw in allowed:
+        return raw
+    raise DiagnosticError(
+        [
+            error(
+                "invalid-option",
+                f"{flag} must be one of: {', '.join(allowed)} (got {raw!r})",
+                expected=", ".join(allowed),
+            )
+        ]
+    )
 
 
 def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:

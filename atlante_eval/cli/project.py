@@ -2,88 +2,179 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import signal
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..choices import SCHEMA_KINDS
-from .app import PathArg, app, guarded, print_diagnostics, print_json
+from .app import PathArg, app, choice, guarded, print_diagnostics, print_json
+
+if TYPE_CHECKING:
+    from ..diagnostics import Diagnostic
+    from ..hosts import Host
+    from ..suite import Suite
 
 __all__ = ["list_scenarios", "schema", "validate"]
+
+
+#: Seconds a host probe may run before ``validate --probe`` says it is still waiting.
+PROBE_NOTICE_S = 3.0
 
 
 @app.command()
 def validate(
     path: PathArg = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result and diagnostics as JSON.")
+    ] = False,
     output_format: Annotated[
-        Literal["text", "json"],
-        typer.Option("--format", help="Output format for the result and diagnostics."),
-    ] = "text",
+        str | None,
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help="text or json (--format json is the same as --json).",
+            show_default=False,
+        ),
+    ] = None,
     probe: Annotated[
         bool,
-        typer.Option("--probe", help="Also probe the host: its version and stored credentials."),
+        typer.Option(
+            "--probe",
+            help="Also probe the host: its version and the credentials it would use.",
+        ),
     ] = False,
 ) -> None:
     """Run every gate the run command runs before a trial, and report the result.
 
     Exits 0 when the project, its scenarios, pack suites and native outputs are
-    valid, 2 otherwise; with --probe, 3 when the host cannot run.
+    valid, 2 otherwise; 3 when git or (with --probe) the host cannot run; 130 when
+    interrupted.
     """
 
     def action() -> int:
-        import anyio
-
         from ..diagnostics import DiagnosticError
-        from ..hosts import create_host
-        from ..suite import load_suite
 
-        host_version: str | None = None
+        json_output = as_json or choice("--format", output_format, ("text", "json")) == "json"
         try:
-            suite = load_suite(path)
-            if probe:
-                host = create_host(suite.project.eval.host)
-                anyio.run(host.probe)
-                host_version = host.version or "unknown"
+            suite, host = _validated(path, probe=probe)
         except DiagnosticError as exc:
-            if output_format == "json":
-                print_json(
-                    {
-                        "ok": False,
-                        "diagnostics": [
-                            d.model_dump(mode="json", exclude_none=True) for d in exc.diagnostics
-                        ],
-                    }
-                )
+            if json_output:
+                print_json({"ok": False, "diagnostics": _dumped(exc.diagnostics)})
                 return exc.exit_code
             raise
-        if output_format == "json":
-            print_json(
-                {
-                    "ok": True,
-                    "host": suite.project.eval.host,
-                    "scenarios": [s.name for s in suite.scenarios],
-                    "diagnostics": [
-                        d.model_dump(mode="json", exclude_none=True) for d in suite.warnings
-                    ],
-                    **({"hostVersion": host_version} if probe else {}),
-                }
-            )
-            return 0
-        print_diagnostics(suite.warnings)
-        count = len(suite.scenarios)
-        files = len(suite.native.files) if suite.native else 0
-        typer.echo(
-            f"ok: {count} scenario{'s' if count != 1 else ''} valid for "
-            f"{suite.project.eval.host}; {files} native output file{'s' if files != 1 else ''} "
-            "verified"
-        )
-        if probe:
-            typer.echo(
-                f"ok: host {suite.project.eval.host} {host_version} is installed and signed in"
-            )
-        return 0
+        return _report_valid(suite, host, json_output=json_output)
 
     raise typer.Exit(guarded(action))
+
+
+def _validated(path: Path | None, *, probe: bool) -> tuple[Suite, Host | None]:
+    """Load the suite and, with ``probe``, probe its host; model gates need the version."""
+    import anyio
+
+    from ..diagnostics import DiagnosticError
+    from ..hosts import create_host
+    from ..preflight import model_diagnostics
+    from ..suite import load_suite
+
+    suite = load_suite(path)
+    config = suite.project.eval
+    host: Host | None = None
+    if probe:
+        host = create_host(config.host)
+        anyio.run(_probe_interruptibly, host, config.host)
+    found = model_diagnostics(config.host, config.model, getattr(host, "dialect", None))
+    if any(d.severity == "error" for d in found):
+        raise DiagnosticError([*found, *suite.warnings])
+    return replace(suite, warnings=(*suite.warnings, *found)), host
+
+
+async def _probe_interruptibly(host: Host, name: str) -> None:
+    """Probe ``host``; say so while it takes long; Ctrl-C is an interruption (exit 130)."""
+    import anyio
+
+    from ..diagnostics import DiagnosticError, error
+
+    interrupted = False
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        nonlocal interrupted
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                interrupted = True
+                scope.cancel()
+                return
+
+    async def notice() -> None:
+        await anyio.sleep(PROBE_NOTICE_S)
+        typer.echo(
+            f"waiting for the {name} probe (its --version and credentials); press Ctrl-C to stop",
+            err=True,
+        )
+
+    failure: DiagnosticError | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch, group.cancel_scope)
+        group.start_soon(notice)
+        try:
+            await host.probe()
+        except DiagnosticError as exc:
+            failure = exc
+        group.cancel_scope.cancel()
+    if interrupted:
+        raise DiagnosticError(
+            [
+                error(
+                    "eval-run-interrupted",
+                    f"interrupted while probing the {name} host",
+                    next="run `atlante-eval validate --probe` again; if the host hangs, "
+                    "check that it starts on its own (e.g. `claude --version`)",
+                )
+            ],
+            exit_code=130,
+        )
+    if failure is not None:
+        raise failure
+
+
+def _dumped(diagnostics: Sequence[Diagnostic]) -> list[dict[str, object]]:
+    return [d.model_dump(mode="json", exclude_none=True) for d in diagnostics]
+
+
+def _report_valid(suite: Suite, host: Host | None, *, json_output: bool) -> int:
+    name = suite.project.eval.host
+    if json_output:
+        print_json(
+            {
+                "ok": True,
+                "host": name,
+                "scenarios": [s.name for s in suite.scenarios],
+                "diagnostics": _dumped(suite.warnings),
+                **(
+                    {
+                        "hostVersion": host.version or "unknown",
+                        "credentials": getattr(host, "credentials_checked", None),
+                    }
+                    if host is not None
+                    else {}
+                ),
+            }
+        )
+        return 0
+    print_diagnostics(suite.warnings)
+    count = len(suite.scenarios)
+    files = len(suite.native.files) if suite.native else 0
+    typer.echo(
+        f"ok: {count} scenario{'s' if count != 1 else ''} valid for "
+        f"{name}; {files} native output file{'s' if files != 1 else ''} verified"
+    )
+    if host is not None:
+        checked = getattr(host, "credentials_checked", None) or "credentials were found"
+        typer.echo(f"ok: host {name} {host.version or 'unknown'} is installed; {checked}")
+    return 0
 
 
 @app.command(name="list")
@@ -139,7 +230,15 @@ def list_scenarios(
 
 @app.command()
 def schema(
-    kind: Annotated[str, typer.Argument(help=f"One of: {', '.join(SCHEMA_KINDS)}.")],
+    kind: Annotated[
+        str, typer.Argument(metavar="KIND", help=f"One of: {', '.join(SCHEMA_KINDS)}.")
+    ],
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print JSON (the default and only format).", show_default=False
+        ),
+    ] = True,
 ) -> None:
     """Print the JSON Schema of a file format (scenario, config or report)."""
 

@@ -85,16 +85,19 @@ def compare(
     infra-errors) with Wilson intervals, the difference with a Newcombe interval, a
     Fisher exact p-value adjusted across scenarios, and a verdict (improved,
     regressed, unchanged, inconclusive). Exit status: 0, or 1 when --fail-on trips;
-    2 when a report cannot be read or an option is invalid.
+    2 when a report cannot be read or an option is invalid; 3 when the Markdown
+    summary cannot be written.
     """
 
     def action() -> int:
         from ..compare import compare_reports, gate_fails
         from ..compare_render import render_markdown, render_text
         from ..diagnostics import DiagnosticError, error
+        from ..outputs import check_output_paths
         from ..reports_io import load_report, report_path
         from ..writers import COMPARE_WRITERS
 
+        check_output_paths({"--markdown": markdown})
         alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
         margin_value = _fraction("--margin", margin, DEFAULT_MARGIN, allow_one=True)
         if as_json and markdown == Path("-"):
@@ -134,6 +137,7 @@ def junit(
         typer.Option(
             "--output",
             "-o",
+            metavar="FILE",
             help="Write the XML to FILE (default: standard output).",
             show_default=False,
         ),
@@ -142,13 +146,17 @@ def junit(
     """Convert a report to JUnit XML: one testsuite per scenario, one testcase per trial.
 
     fail, timeout and budget-exceeded become <failure>, infra-error <error>,
-    skipped-budget <skipped>. Exit status: 0, or 2 when the report cannot be read.
+    skipped-budget <skipped>. Exit status: 0, or 2 when the report cannot be read
+    or --output names a path in a missing directory; 3 when the file cannot be
+    written.
     """
 
     def action() -> int:
+        from ..outputs import check_output_paths
         from ..reports_io import load_report
         from ..writers import RUN_REPORT_WRITERS
 
+        check_output_paths({"--output": output})
         loaded = load_report(report)
         writer = RUN_REPORT_WRITERS["junit"]
         if output is None:
@@ -166,7 +174,7 @@ def merge(
     reports: Annotated[
         list[Path],
         typer.Argument(
-            metavar="REPORT...",
+            metavar="REPORT",
             help="Every shard report of the run (report.json files or run directories).",
             show_default=False,
         ),
@@ -185,20 +193,30 @@ def merge(
         typer.Option(
             "--output",
             "-o",
+            metavar="FILE",
             help="Write the merged report to FILE (never overwritten).",
             show_default=False,
         ),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the merged report as JSON (also when --out or --output writes it).",
+        ),
+    ] = False,
 ) -> None:
     """Merge the shard reports of one run (run --shard I/N) into the whole run's report.
 
-    Without --out or --output the merged report is printed as JSON. Exit status: 0,
-    or 2 when a report cannot be read or the shards do not form one complete run.
+    Without --out or --output (or with --json) the merged report is printed as
+    JSON. Exit status: 0, or 2 when a report cannot be read or the shards do not
+    form one complete run; 3 when the merged report cannot be written.
     """
 
     def action() -> int:
         from ..diagnostics import DiagnosticError, error
         from ..merge import ShardReport, merge_reports
+        from ..outputs import check_output_paths
         from ..progress import render_summary
         from ..publish import reserve_report_dir
         from ..report import REPORT_FILE
@@ -208,6 +226,7 @@ def merge(
             raise DiagnosticError(
                 [error("invalid-option", "--out and --output are alternatives; pass one")]
             )
+        check_output_paths({"--output": output}, {"--out": out})
         shards = [ShardReport(str(report_path(p)), load_report(p)) for p in reports]
         merged = merge_reports(shards)
         if out is None and output is None:
@@ -222,6 +241,11 @@ def merge(
             assert output is not None
             path = output
             _write(path, merged.to_json().encode("utf-8"), what="merged report", replace=False)
+        if as_json:
+            typer.echo(f"merged {len(shards)} shard reports into {path}", err=True)
+            sys.stdout.write(merged.to_json())
+            sys.stdout.flush()
+            return 0
         typer.echo(f"merged {len(shards)} shard reports")
         typer.echo(render_summary(merged, path, color=use_color(sys.stdout)))
         return 0

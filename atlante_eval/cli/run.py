@@ -125,7 +125,8 @@ def run(
         import anyio
 
         from ..logs import configure_logging
-        from ..options import run_options
+        from ..options import MAX_RETRY_INFRA, run_options
+        from ..outputs import check_output_paths
 
         configure_logging(log_format)
         options = run_options(
@@ -135,11 +136,15 @@ def run(
             out=out,
             keep=keep,
             pass_env=pass_env,
-            retry_infra=positive_int("--retry-infra", retry_infra, allow_zero=True) or 0,
+            retry_infra=positive_int(
+                "--retry-infra", retry_infra, allow_zero=True, maximum=MAX_RETRY_INFRA
+            )
+            or 0,
             resume=resume,
             shard=shard,
             last_failed=last_failed,
         )
+        check_output_paths({"--junit": junit}, {"--out": out})
         return anyio.run(_run_async, path, options, as_json, junit)
 
     raise typer.Exit(guarded(action))

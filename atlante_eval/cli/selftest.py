@@ -7,6 +7,7 @@ on stderr; the per-scenario table, the report path and the verdict go to stdout
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -48,6 +49,14 @@ def _verdict_cell(judged: ScenarioSelftest) -> str:
     return "ok" if judged.reference_agent is not None else "ok (no reference solution)"
 
 
+def _shown(path: str) -> str:
+    """A path as ``run``'s summary shows it: relative to the working directory when it can."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return path
+
+
 def render_selftest(result: SelftestResult) -> str:
     """The per-scenario table, the report path and the overall verdict."""
     header = ("SCENARIO", "NULL AGENT", "REFERENCE AGENT", "SELFTEST")
@@ -68,7 +77,7 @@ def render_selftest(result: SelftestResult) -> str:
         for row in rows
     ]
     lines.append("")
-    lines.append(f"report: {result.report}")
+    lines.append(f"report {_shown(result.report)}")
     total = len(result.scenarios)
     bad = sum(1 for judged in result.scenarios.values() if not judged.ok)
     unproven = sum(
@@ -144,7 +153,10 @@ def selftest(
     def action() -> int:
         import anyio
 
+        from ..outputs import check_output_paths
         from ..selftest import run_selftest
+
+        check_output_paths({}, {"--out": out})
 
         outcome: SelftestOutcome = anyio.run(
             lambda: run_selftest(
@@ -165,7 +177,7 @@ def selftest(
         print_diagnostics(result.diagnostics)
         typer.echo(render_selftest(result))
         if outcome.report.meta.run_root:
-            typer.echo(f"sandboxes kept in: {outcome.report.meta.run_root}")
+            typer.echo(f"sandboxes kept in {outcome.report.meta.run_root}")
         return result.exit_code
 
     raise typer.Exit(guarded(action))

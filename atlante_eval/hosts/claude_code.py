@@ -36,6 +36,7 @@ from .credentials import (
     ClaudeAuthMode,
     CredentialsError,
     claude_auth_status,
+    claude_credentials_checked,
     claude_credentials_file,
     claude_env_auth_mode,
     copy_private_file,
@@ -47,11 +48,20 @@ from .versions import VersionRange, probe_version
 __all__ = [
     "CLAUDE_CODE_RANGE",
     "CLAUDE_DEFAULT_ENV",
+    "CLAUDE_IGNORED_CHANGES",
     "CLAUDE_REJECTED_FIXTURE_FILES",
     "ClaudeCodeHost",
     "claude_settings",
     "trust_document",
 ]
+
+#: Claude Code's own runtime file in a sandbox, which diff-allowlist ignores (as the
+#: reference does). Claude Code 2.x in headless mode keeps its state in
+#: CLAUDE_CONFIG_DIR and TMPDIR (measured with 2.1.332), but it may record local
+#: permission choices in ``.claude/settings.local.json``, a file it never reads
+#: back under ``--setting-sources project``. Every other change under ``.claude/``
+#: (native agents and skills, the generated ``settings.json``) is graded.
+CLAUDE_IGNORED_CHANGES: Sequence[str] = (".claude/settings.local.json",)
 
 #: Supported Claude Code versions.
 CLAUDE_CODE_RANGE = VersionRange("claude-code", ">=2.0.0 <3.0.0")
@@ -113,10 +123,7 @@ class ClaudeCodeHost(CliHost):
     """Runs trials on the Claude Code CLI."""
 
     name = "claude-code"
-    #: Claude Code 2.x writes nothing into the sandbox in headless mode (measured
-    #: with 2.1.332): its state goes to CLAUDE_CONFIG_DIR and TMPDIR. Every change
-    #: under ``.claude/`` is therefore graded.
-    ignored_changes: Sequence[str] = ()
+    ignored_changes: Sequence[str] = CLAUDE_IGNORED_CHANGES
 
     def __init__(self, binary: str = "claude", *, env: Mapping[str, str] | None = None) -> None:
         """Create an unprobed host (``binary`` looked up on PATH; ``env`` for tests)."""
@@ -127,6 +134,13 @@ class ClaudeCodeHost(CliHost):
     def auth_mode(self) -> ClaudeAuthMode | None:
         """How the host authenticates (``api-key``, ``oauth``, ``auth-status``, ...)."""
         return self._auth_mode
+
+    @property
+    def credentials_checked(self) -> str | None:
+        """What the probe found about credentials, in words (``None`` before it ran)."""
+        if self._auth_mode is None:
+            return None
+        return claude_credentials_checked(self._auth_mode, self._parent_env())
 
     async def probe(self) -> None:
         """Probe the version (once per run) and the credential mode.

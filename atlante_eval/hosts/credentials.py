@@ -25,6 +25,7 @@ __all__ = [
     "ClaudeAuthMode",
     "CredentialsError",
     "claude_auth_status",
+    "claude_credentials_checked",
     "claude_credentials_file",
     "claude_env_auth_mode",
     "copy_private_file",
@@ -245,6 +246,21 @@ def claude_env_auth_mode(env: Mapping[str, str]) -> ClaudeAuthMode | None:
     if (env.get("CLAUDE_CODE_OAUTH_TOKEN") or "").strip():
         return "oauth"
     return None
+
+
+def claude_credentials_checked(mode: ClaudeAuthMode, env: Mapping[str, str]) -> str:
+    """Say exactly what the probe checked for ``mode`` (nothing is verified with the provider)."""
+    if mode == "auth-status":
+        return "`claude auth status` reports a signed-in session"
+    if mode in ("bedrock", "vertex", "foundry"):
+        flag = next(name for name, value in _CLOUD_FLAGS.items() if value == mode)
+        return f"{flag} is set (the cloud credentials are not verified)"
+    names = {
+        "api-key": ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"),
+        "oauth": ("CLAUDE_CODE_OAUTH_TOKEN",),
+    }
+    name = next((n for n in names[mode] if (env.get(n) or "").strip()), names[mode][-1])
+    return f"{name} is set (not verified with the provider)"
 
 
 async def claude_auth_status(binary: str, env: Mapping[str, str]) -> bool:

@@ -119,6 +119,14 @@ class OpenCodeHost(CliHost):
         """``v1`` or ``v2`` once probed."""
         return self._dialect
 
+    @property
+    def credentials_checked(self) -> str | None:
+        """What the probe found about credentials, in words (``None`` before it ran)."""
+        found = [str(p) for p in (self._auth_json, self._database) if p is not None]
+        if not found:
+            return None
+        return f"stored credentials found in {' and '.join(found)} (not verified with the provider)"
+
     async def probe(self) -> None:
         """Probe the version (once per run) and the stored credentials.
 

@@ -24,6 +24,7 @@ __all__ = [
     "PROBE_TIMEOUT_S",
     "VersionRange",
     "find_executable",
+    "find_unexecutable",
     "parse_version",
     "probe_version",
 ]
@@ -73,6 +74,20 @@ def find_executable(binary: str, env: Mapping[str, str] | None = None) -> str | 
     return str(Path(found).absolute()) if found else None
 
 
+def find_unexecutable(binary: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Return the first ``binary`` on PATH (or the path) that is a file but not executable."""
+    source = os.environ if env is None else env
+    if os.sep in binary:
+        candidates = [Path(binary).absolute()]
+    else:
+        directories = source.get("PATH", os.defpath).split(os.pathsep)
+        candidates = [Path(d or ".").absolute() / binary for d in directories]
+    for candidate in candidates:
+        if candidate.is_file() and not os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
 def _unavailable(binary: str, cause: str, next_step: str) -> DiagnosticError:
     return DiagnosticError(
         [
@@ -114,6 +129,14 @@ async def probe_version(
     source = dict(os.environ if env is None else env)
     path = find_executable(binary, source)
     if path is None:
+        blocked = find_unexecutable(binary, source)
+        if blocked is not None:
+            raise _unavailable(
+                binary,
+                f"{blocked} exists but is not executable",
+                f"make it executable (chmod +x {blocked}) or put a working {binary} "
+                "earlier on PATH",
+            )
         raise _unavailable(binary, f"{binary} was not found on PATH", install_hint)
     result = await run_process(
         [path, "--version"], cwd=Path.cwd(), env=source, timeout_s=PROBE_TIMEOUT_S
