@@ -453,11 +453,13 @@ class Engine:
     ) -> TrialResult:
         changes: Changes | None = None
         changes_error: str | None = None
+        ignored = ignore_matcher(list(self.host.ignored_changes))
         try:
-            changes = await collect_changes(sandbox.root, sandbox.git_dir, sandbox.baseline)
+            changes = await collect_changes(
+                sandbox.root, sandbox.git_dir, sandbox.baseline, ignored=ignored
+            )
         except GitError as exc:
             changes_error = f"could not collect sandbox diff: {exc}"
-        ignored = ignore_matcher(list(self.host.ignored_changes))
         context = CheckContext(
             root=sandbox.root,
             snapshot=sandbox.snapshot,

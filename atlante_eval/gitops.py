@@ -58,6 +58,8 @@ GIT_MIN_BYTES_PER_S = 4 * 1024 * 1024
 DIFF_STAGE_FILE_BYTES = 8 * 1024 * 1024
 #: Most bytes of changed files staged for the diff evidence.
 DIFF_STAGE_TOTAL_BYTES = 64 * 1024 * 1024
+#: Most changed paths staged for the diff evidence (it is capped anyway).
+DIFF_STAGE_PATHS = 2000
 _SHA = re.compile(r"^[0-9a-f]{40,64}$")
 
 #: Settings forced on every git call: no hooks, no fsmonitor, fixed identity, no signing.
@@ -413,15 +415,22 @@ class _Staging:
     """Paths that are no file or symlink now (deleted, a directory, a special file)."""
     unshown: int
     """Changed paths left out of the diff (too large, unreadable, inside a ``.git``)."""
+    runtime: int
+    """The host's runtime artefacts among the changed paths (never in the diff)."""
     add_bytes: int
 
 
-def _staging(sandbox: Path, paths: Sequence[str]) -> _Staging:
+def _staging(sandbox: Path, paths: Sequence[str], ignored: Callable[[str], bool]) -> _Staging:
+    """Decide how each changed path enters the diff (the host's runtime artefacts never do)."""
     add: list[str] = []
     remove: list[str] = []
     unshown = 0
     total = 0
-    for path in paths:
+    graded = [path for path in paths if not ignored(path)]
+    for number, path in enumerate(graded):
+        if number >= DIFF_STAGE_PATHS:
+            unshown += len(graded) - number
+            break
         if _is_dot_git(path):
             unshown += 1
             continue
@@ -446,21 +455,35 @@ def _staging(sandbox: Path, paths: Sequence[str]) -> _Staging:
         else:
             add.append(path)
             total += info.st_size
-    return _Staging(add=add, remove=remove, unshown=unshown, add_bytes=total)
+    return _Staging(
+        add=add,
+        remove=remove,
+        unshown=unshown,
+        runtime=len(paths) - len(graded),
+        add_bytes=total,
+    )
 
 
 def _nul_list(paths: Sequence[str]) -> bytes:
     return b"".join(os.fsencode(path) + b"\0" for path in paths)
 
 
-async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: Baseline) -> Changes:
+async def collect_changes(
+    sandbox: Path,
+    private_git_dir: Path,
+    baseline: Baseline,
+    *,
+    ignored: Callable[[str], bool] = lambda _path: False,
+) -> Changes:
     """Return every path changed since ``baseline`` and the capped diff evidence.
 
     The paths come from a walk of the sandbox compared with the baseline's
     snapshot (:func:`changed_paths`), complete whatever their number. The diff is
     made in a fresh grading repository built from the private pack (see the
     module docstring), so nothing the agent did to either ``.git`` affects it;
-    files too large for the evidence are named in it, not read.
+    files too large for the evidence are counted in it, not read, and so are
+    the paths ``ignored`` (the host's runtime artefacts), whose contents are
+    no evidence of the agent's work.
 
     Raises:
         GitError: the sandbox root was replaced, the baseline could not be
@@ -477,7 +500,7 @@ async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: Baseli
         paths = await anyio.to_thread.run_sync(
             functools.partial(changed_paths, sandbox, baseline.tree, sha256=sha256)
         )
-        staging = await anyio.to_thread.run_sync(_staging, sandbox, paths)
+        staging = await anyio.to_thread.run_sync(_staging, sandbox, paths, ignored)
     except OSError as exc:
         raise GitError(f"cannot walk the sandbox: {exc}") from exc
     work = baseline.tree.total_bytes
@@ -523,4 +546,6 @@ async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: Baseli
             f"\n… {staging.unshown} changed path(s) not shown in this diff "
             "(larger than the diff's limits, unreadable, or inside a .git directory)"
         )
+    if staging.runtime:
+        diff += f"\n… {staging.runtime} changed runtime artefact path(s) of the host not shown"
     return Changes(paths=tuple(paths), diff=diff)
