@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from atlante_eval.gitops import GIT_BASE_TIMEOUT_S, GIT_MIN_BYTES_PER_S, git_tim
 from atlante_eval.process import run_process
 from atlante_eval.report import RunReport, TrialResult
 from atlante_eval.runner import run_eval
+from atlante_eval.sandbox import remove_tree
 
 FLOOD_FILES = 100_000
 #: Files of varying name length in the stand-in host's ignored runtime directory.
@@ -216,7 +218,7 @@ def test_a_10gb_sparse_file_gets_a_real_grade(
     monkeypatch.setattr(treestate, "_hash_entry", spy)
     code = f"import os; open('big.bin', 'wb').close(); os.truncate('big.bin', {SPARSE_BYTES})"
     prompt = actions(_python(code), {"write": "allowed.txt", "content": "changed\n"})
-    checks = [
+    checks: list[dict[str, Any]] = [
         {"type": "file-exists", "path": "big.bin"},
         {"type": "diff-allowlist", "allow": ["allowed.txt"]},
     ]
@@ -267,7 +269,7 @@ def test_a_large_fixture_is_graded_at_two_jobs_without_hashing_it_again(
         for n in range(size // (1024**2)):
             handle.write(random.Random(n).randbytes(1024**2))  # noqa: S311 - test data
     prompt = actions({"write": "out.txt", "content": "done\n"})
-    checks = [
+    checks: list[dict[str, Any]] = [
         {"type": "file-unchanged", "path": "data.bin"},
         {"type": "diff-allowlist", "allow": ["out.txt"]},
     ]
@@ -282,3 +284,29 @@ def test_a_large_fixture_is_graded_at_two_jobs_without_hashing_it_again(
         assert trial.changed_files == ["out.txt"]
     assert "data.bin" not in hashed
     assert max(limits) >= git_timeout_s(size) > GIT_BASE_TIMEOUT_S
+
+
+def test_trial_directories_are_private_and_unguessable(tmp_path: Path) -> None:
+    """The run root, each trial directory and the git skeleton have random names and mode 0700."""
+    project = make_project(
+        tmp_path / "project",
+        scenarios=[scenario("same", prompt=actions({"write": "x.txt", "content": "x\n"}))],
+        eval_extra={"budget": {"trials": 3, "maxSessions": 50}},
+    )
+    with pytest.MonkeyPatch.context() as patch, isolated_tmpdir(patch, tmp_path / "tmp"):
+        report = anyio.run(lambda: run_eval(project, host=StandinHost(), keep=True))
+    assert report.meta.run_root is not None
+    run_root = Path(report.meta.run_root)
+    try:
+        trial_dirs = [Path(t.sandbox or "") for t in report.scenarios["same"].trials]
+        assert [d.parent for d in trial_dirs] == [run_root] * 3
+        for index, trial_dir in enumerate(trial_dirs):
+            prefix = f"same-trial-{index}-"
+            assert trial_dir.name.startswith(prefix)
+            assert len(trial_dir.name) - len(prefix) >= 8
+        [skeleton] = [p for p in run_root.iterdir() if p.name.startswith(".git-skeleton-")]
+        assert skeleton.name != ".git-skeleton-"
+        for directory in (run_root, skeleton, *trial_dirs):
+            assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    finally:
+        assert remove_tree(run_root) is None
