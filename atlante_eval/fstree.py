@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 #: Most directory descriptors a walk or a removal holds open at once.
-OPEN_DIRS = 32
+OPEN_DIRS = 16
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
