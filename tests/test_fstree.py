@@ -137,7 +137,7 @@ def test_remove_tree_reports_what_it_cannot_remove(tmp_path: Path) -> None:
         real(name, dir_fd=dir_fd)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fstree.os, "unlink", refuse)
+        patch.setattr(os, "unlink", refuse)
         failure = remove_tree(tree)
     assert failure is not None
     assert failure.path == str(tree / "a" / "one.txt")
