@@ -38,9 +38,11 @@ from .scenarios import (
     FileExistsCheck,
     FileUnchangedCheck,
 )
+from .treestate import display_path
 
 __all__ = [
     "CHECK_KINDS",
+    "EVIDENCE_PATHS",
     "OUTPUT_EVIDENCE_CHARS",
     "CheckContext",
     "CheckKind",
@@ -57,6 +59,8 @@ _C = TypeVar("_C", bound=BaseModel)
 OUTPUT_EVIDENCE_CHARS = 2000
 #: How much of each stream of a command check is searched by ``outputMatches``.
 _MATCH_BYTES = 4 * 1024 * 1024
+#: Most paths in each list of ``diff-allowlist`` evidence (the rest are counted).
+EVIDENCE_PATHS = 1000
 #: Largest file ``file-contains`` reads.
 _MAX_CONTAINS_BYTES = 64 * 1024 * 1024
 
@@ -84,10 +88,16 @@ class CheckContext:
 
 
 def ignore_matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
-    """Return a predicate matching sandbox-relative paths against wcmatch globs."""
+    """Return a predicate matching sandbox-relative paths against wcmatch globs.
+
+    Matching is case-sensitive and purely textual (no file system access), so a
+    pattern such as ``.opencode/node_modules/**`` matches only paths below that
+    directory.
+    """
     if not patterns:
         return lambda _path: False
-    matcher = wcglob.compile(list(patterns), flags=wcglob.GLOBSTAR | wcglob.DOTGLOB)
+    flags = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.CASE
+    matcher = wcglob.compile(list(patterns), flags=flags)
     return lambda path: bool(matcher.match(path))
 
 
@@ -197,11 +207,17 @@ def _allowlist(check: DiffAllowlistCheck, ctx: CheckContext) -> Outcome:
         return "error", {"cause": ctx.changes_error or "sandbox changes are unknown"}
     allow = list(dict.fromkeys(check.allow))
     allowed = set(allow)
+    # Compared as read from disk: a name that is not UTF-8 never equals an entry.
     changed = [path for path in ctx.changes.paths if not ctx.ignored(path)]
     unexpected = [path for path in changed if path not in allowed]
     if not unexpected:
         return "pass", {}
-    return "fail", {"allow": allow, "unexpected": unexpected, "changed": changed}
+    evidence: dict[str, Any] = {"allow": allow}
+    for key, paths in (("unexpected", unexpected), ("changed", changed)):
+        evidence[key] = [display_path(path) for path in paths[:EVIDENCE_PATHS]]
+        if len(paths) > EVIDENCE_PATHS:
+            evidence[f"{key}Omitted"] = len(paths) - EVIDENCE_PATHS
+    return "fail", evidence
 
 
 def _file_exists(check: FileExistsCheck, ctx: CheckContext) -> Outcome:

@@ -80,6 +80,7 @@ CODES: dict[str, str] = {
     "eval-run-interrupted": "The run was interrupted; finished trials are in a partial report.",
     "eval-report-failed": "The report could not be written.",
     "eval-resume-mismatch": "--resume points at a run directory that cannot be resumed.",
+    "eval-cleanup-failed": "A trial sandbox or the run root could not be removed; the run went on.",
     "last-failed": "Which scenarios --last-failed selected, and from which report.",
     "eval-sessions-exceed-budget": "The plan needs more host sessions than maxSessions allows.",
     "report-unreadable": "A report file given to compare, merge or junit cannot be read.",

@@ -103,7 +103,8 @@ def fixture_problem(root: Path, relative: str) -> str | None:
     """Return why ``root/relative`` is not a usable fixture directory, or ``None``.
 
     The fixture must be strictly inside ``root``, reached without symlinks, a real
-    directory, and contain no symlink and no ``.git`` or ``node_modules`` entry.
+    directory, and contain no symlink, no ``.git`` or ``node_modules`` entry, and
+    no name that is not UTF-8 (reports, fingerprints and scenario paths are text).
     """
     parts = split_segments(relative)
     if not parts or ".." in parts:
@@ -146,14 +147,21 @@ def _fixture_tree_problems(directory: Path, label: str) -> list[str]:
             problems.append(f"fixture directory is unreadable: {shown} ({exc.strerror})")
             continue
         for entry in entries:
-            child = f"{shown}/{entry.name}"
-            if entry.name in FORBIDDEN_SEGMENTS:
+            child = f"{shown}/{_shown_name(entry.name)}"
+            if _shown_name(entry.name) != entry.name:
+                problems.append(f"fixture file name is not valid UTF-8: {child}")
+            elif entry.name in FORBIDDEN_SEGMENTS:
                 problems.append(f"fixture contains a forbidden entry: {child}")
             elif entry.is_symlink():
                 problems.append(f"fixture contains a symbolic link: {child}")
             elif entry.is_dir(follow_symlinks=False):
                 stack.append((Path(entry.path), child, depth + 1))
     return sorted(problems)
+
+
+def _shown_name(name: str) -> str:
+    """``name`` with bytes that are not UTF-8 shown as ``\\xNN`` (file names are bytes)."""
+    return os.fsencode(name).decode("utf-8", errors="backslashreplace")
 
 
 def _glob_problem(pattern: str) -> str | None:

@@ -14,10 +14,11 @@ becomes that trial's verdict; it never stops the others.
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,11 +32,15 @@ from .logs import get_logger
 from .native import NativeOutputs
 from .plan import Plan, PlannedTrial
 from .report import CheckResult, TrialResult, utc_timestamp
-from .sandbox import Sandbox, SandboxError, TrialDirs, trial_dirs, trial_sandbox
+from .sandbox import RemovalFailure, Sandbox, SandboxError, TrialDirs, trial_dirs, trial_sandbox
 from .transcript import ErrorEntry
 from .transcript_writer import LOG_CHARS, Redactor, TranscriptWriter, cap_text, trial_dir
+from .treestate import display_path
 
-__all__ = ["Engine", "EngineOptions", "TrialHook"]
+__all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialHook"]
+
+#: Most paths a trial's ``changedFiles`` lists (the rest are counted).
+CHANGED_FILES_LIMIT = 1000
 
 log = get_logger("atlante_eval.engine")
 
@@ -163,6 +168,8 @@ class Engine:
     """Records a finished trial (and announces it)."""
     preset_sessions: dict[int, bool] = field(default_factory=dict)
     """Plan positions already decided (resume): whether each took a session."""
+    cleanup_failures: list[RemovalFailure] = field(default_factory=list)
+    """Trial directories that could not be removed (the run goes on)."""
     _skeleton: Path | None = field(default=None, init=False, repr=False)
     """An empty repository copied into each sandbox instead of ``git init``."""
 
@@ -181,7 +188,7 @@ class Engine:
                 },
             },
         )
-        self._skeleton = await make_skeleton(self.run_root / ".git-skeleton")
+        self._skeleton = await make_skeleton(self.run_root)
         slots = _Slots(max(1, self.options.jobs))
         turns = {position: anyio.Event() for position in wanted}
         previous: dict[int, anyio.Event | None] = {}
@@ -210,7 +217,7 @@ class Engine:
     ) -> None:
         # The trial's directories are removed when this scope ends, after the slot
         # is free: removing a tree is no reason to make the next trial wait.
-        async with trial_dirs(keep=self.options.keep) as owned:
+        async with trial_dirs(keep=self.options.keep, failures=self.cleanup_failures) as owned:
             ticket = _Ticket(slots, owned)
             try:
                 if wait_for is not None:
@@ -446,8 +453,11 @@ class Engine:
     ) -> TrialResult:
         changes: Changes | None = None
         changes_error: str | None = None
+        ignored = ignore_matcher(list(self.host.ignored_changes))
         try:
-            changes = await collect_changes(sandbox.root, sandbox.git_dir, sandbox.baseline)
+            changes = await collect_changes(
+                sandbox.root, sandbox.git_dir, sandbox.baseline, ignored=ignored
+            )
         except GitError as exc:
             changes_error = f"could not collect sandbox diff: {exc}"
         context = CheckContext(
@@ -455,12 +465,15 @@ class Engine:
             snapshot=sandbox.snapshot,
             changes=changes,
             changes_error=changes_error,
-            ignored=ignore_matcher(list(self.host.ignored_changes)),
+            ignored=ignored,
             redact=self._redactor(),
             keep_output=lambda name, text: self._keep_output(planned, name, text),
         )
         checks = await run_checks(planned.scenario.document.checks, context)
         verdict, error = _verdict(checks, changes_error)
+        listed, omitted = (
+            _changed_files(changes.paths, ignored) if changes is not None else (None, None)
+        )
         return TrialResult(
             **base,
             verdict=verdict,
@@ -468,8 +481,23 @@ class Engine:
             error=error,
             checks=checks,
             diff=changes.diff if changes is not None else None,
-            changed_files=list(changes.paths) if changes is not None else None,
+            changed_files=listed,
+            changed_files_omitted=omitted,
         )
+
+
+def _changed_files(
+    paths: Sequence[str], ignored: Callable[[str], bool]
+) -> tuple[list[str], int | None]:
+    """Return ``changedFiles`` (graded paths first, then runtime ones) and the omitted count."""
+    if len(paths) <= CHANGED_FILES_LIMIT:
+        return [display_path(p) for p in paths], None
+    graded = [p for p in paths if not ignored(p)]
+    kept = graded[:CHANGED_FILES_LIMIT]
+    if len(kept) < CHANGED_FILES_LIMIT:
+        runtime = (p for p in paths if ignored(p))
+        kept += itertools.islice(runtime, CHANGED_FILES_LIMIT - len(kept))
+    return sorted(display_path(p) for p in kept), len(paths) - len(kept)
 
 
 def _verdict(checks: list[CheckResult], changes_error: str | None) -> tuple[str, str | None]:

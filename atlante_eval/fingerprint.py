@@ -33,7 +33,8 @@ def fixture_digest(root: Path) -> str:
             while chunk := handle.read(1 << 20):
                 content.update(chunk)
         executable = "x" if info.st_mode & stat.S_IXUSR else "-"
-        digest.update(f"{relative}\0{executable}\0{content.hexdigest()}\n".encode())
+        line = f"{relative}\0{executable}\0{content.hexdigest()}\n"
+        digest.update(line.encode("utf-8", errors="surrogateescape"))  # names are bytes
     return digest.hexdigest()
 
 

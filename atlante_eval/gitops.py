@@ -27,7 +27,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,19 +35,31 @@ import anyio
 
 from .environment import git_env
 from .process import ProcessResult, run_process
+from .treestate import TreeSnapshot, changed_paths, hash_missing, take_snapshot
 
 __all__ = [
     "DIFF_LIMIT_CHARS",
+    "Baseline",
     "Changes",
     "GitError",
     "collect_changes",
+    "git_timeout_s",
     "make_baseline",
     "make_skeleton",
 ]
 
 #: Longest diff evidence kept in a report.
 DIFF_LIMIT_CHARS = 20_000
-_GIT_TIMEOUT_S = 60.0
+#: Time limit of a git command that handles no file content.
+GIT_BASE_TIMEOUT_S = 60.0
+#: Slowest rate of file content git is assumed to manage (hashing, compressing) under load.
+GIT_MIN_BYTES_PER_S = 4 * 1024 * 1024
+#: Largest changed file staged for the diff evidence (bigger ones are named, not shown).
+DIFF_STAGE_FILE_BYTES = 8 * 1024 * 1024
+#: Most bytes of changed files staged for the diff evidence.
+DIFF_STAGE_TOTAL_BYTES = 64 * 1024 * 1024
+#: Most changed paths staged for the diff evidence (it is capped anyway).
+DIFF_STAGE_PATHS = 2000
 _SHA = re.compile(r"^[0-9a-f]{40,64}$")
 
 #: Settings forced on every git call: no hooks, no fsmonitor, fixed identity, no signing.
@@ -74,11 +86,24 @@ class GitError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Baseline:
+    """A trial's baseline: the commit and what the sandbox held."""
+
+    commit: str
+    """Baseline commit id."""
+    tree: TreeSnapshot
+    """Every entry of the sandbox at the baseline (what changed paths are decided from)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Changes:
     """What changed in the sandbox since the baseline."""
 
     paths: tuple[str, ...]
-    """Changed paths (modified, added, deleted; committed or not), sorted."""
+    """Every changed path (modified, added, deleted, unreadable; committed or not), sorted.
+
+    Undecodable bytes of a name are kept as surrogates (see :func:`display_path`).
+    """
     diff: str
     """The unified diff against the baseline, capped at :data:`DIFF_LIMIT_CHARS`."""
 
@@ -107,6 +132,15 @@ def copy_tree(source: Path, target: Path) -> None:
                 shutil.copyfile(entry.path, destination, follow_symlinks=False)
 
 
+def git_timeout_s(work_bytes: int) -> float:
+    """Time limit of a git command that reads or writes ``work_bytes`` of file content.
+
+    A fixed limit made a large fixture an ``infra-error`` as soon as trials ran
+    side by side; the limit grows with the bytes, at a pessimistic rate.
+    """
+    return GIT_BASE_TIMEOUT_S + max(0, work_bytes) / GIT_MIN_BYTES_PER_S
+
+
 async def _git(
     args: Sequence[str],
     *,
@@ -115,6 +149,8 @@ async def _git(
     head_bytes: int | None = None,
     tolerate: frozenset[int] = frozenset(),
     stdin: bytes | None = None,
+    work_bytes: int = 0,
+    stdout_sink: Callable[[bytes], None] | None = None,
 ) -> ProcessResult:
     location = ["--git-dir", str(git_dir), "--work-tree", str(work_tree)] if git_dir else []
     env = git_env()
@@ -124,9 +160,10 @@ async def _git(
         cwd=work_tree,
         env=env,
         stdin=stdin,
-        timeout_s=_GIT_TIMEOUT_S,
+        timeout_s=git_timeout_s(work_bytes),
         capture_bytes=64 * 1024 if head_bytes is None else 4096,
         stdout_head_bytes=head_bytes,
+        stdout_sink=stdout_sink,
     )
     truncated = head_bytes is not None and result.aborted
     ok = result.returncode == 0 or result.returncode in tolerate or truncated
@@ -146,15 +183,18 @@ async def _git(
 _NEUTRAL_ATTRIBUTES = "* !text !crlf !eol !filter !diff !ident !working-tree-encoding\n"
 
 
-async def make_skeleton(directory: Path) -> Path | None:
+async def make_skeleton(run_root: Path) -> Path | None:
     """Create an empty repository once per run, to copy instead of ``git init`` per trial.
+
+    It lives in a directory of ``run_root`` with a random name (mode 0700), so
+    an agent cannot find it by name and plant configuration in later trials.
 
     Returns:
         The skeleton's git directory, or ``None`` when it could not be made (each
         trial then runs ``git init`` itself).
     """
     try:
-        await anyio.Path(directory).mkdir(parents=True, exist_ok=True)
+        directory = Path(tempfile.mkdtemp(prefix=".git-skeleton-", dir=run_root))
         await _git(["init", "--quiet", "--template="], work_tree=directory)
     except (GitError, OSError):
         return None
@@ -185,24 +225,27 @@ def _neutralise(dot_git: Path) -> None:
 
 async def make_baseline(
     sandbox: Path, private_git_dir: Path, *, skeleton: Path | None = None
-) -> str:
+) -> Baseline:
     """Commit the sandbox as the baseline and pack its objects into a private directory.
 
     A ``.git`` left by the scenario's setup is reused (its history stays), but its
     index is rebuilt, so no assume-unchanged or skip-worktree flag survives into
-    the baseline.
+    the baseline. The sandbox's entries are recorded too (:func:`take_snapshot`);
+    git's time limits grow with the bytes of the sandbox's files.
 
     Args:
         sandbox: the sandbox root.
-        private_git_dir: a new directory for the pack of the baseline's objects.
+        private_git_dir: a new directory for the pack of the baseline's objects
+            (its parent must exist, on the sandbox's file system).
         skeleton: an empty repository (:func:`make_skeleton`) copied instead of
             running ``git init``.
 
     Returns:
-        The baseline commit id.
+        The baseline commit and snapshot.
 
     Raises:
-        GitError: a git command failed or printed no commit id.
+        GitError: a git command failed or printed no commit id, or the sandbox
+            could not be walked.
     """
     dot_git = sandbox / ".git"
     try:
@@ -210,9 +253,13 @@ async def make_baseline(
         if needs_init:
             await _git(["init", "--quiet", "--template="], work_tree=sandbox)
             _neutralise(dot_git)
+        snapshot = await anyio.to_thread.run_sync(
+            functools.partial(take_snapshot, sandbox, clock_dir=private_git_dir.parent)
+        )
     except OSError as exc:
         raise GitError(f"cannot prepare the baseline repository: {exc}") from exc
-    await _git(["add", "--all", "--force"], work_tree=sandbox)
+    work = snapshot.total_bytes
+    await _git(["add", "--all", "--force"], work_tree=sandbox, work_bytes=work)
     await _git(
         ["commit", "--quiet", "--allow-empty", "--no-verify", "-m", "atlante-eval baseline"],
         work_tree=sandbox,
@@ -230,8 +277,54 @@ async def make_baseline(
         ["pack-objects", "--revs", "--quiet", str(private_git_dir / "baseline")],
         work_tree=sandbox,
         stdin=f"{head}\n".encode(),
+        work_bytes=work,
     )
-    return head
+    blobs = _BlobIds()
+    await _git(
+        ["ls-tree", "-r", "-z", "--full-tree", head],
+        work_tree=sandbox,
+        stdout_sink=blobs.feed,
+    )
+    snapshot = snapshot.with_oids(blobs.finish())
+    try:
+        snapshot = await anyio.to_thread.run_sync(
+            functools.partial(hash_missing, sandbox, snapshot, sha256=len(head) == 64)
+        )
+    except OSError as exc:
+        raise GitError(f"cannot read the baseline files: {exc}") from exc
+    return Baseline(commit=head, tree=snapshot)
+
+
+class _BlobIds:
+    """Parse ``git ls-tree -r -z`` output as it streams in: path → blob id."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self.oids: dict[str, bytes] = {}
+
+    def feed(self, chunk: bytes) -> None:
+        """Take the next chunk; complete records are parsed, a partial one is kept."""
+        data = self._pending + chunk
+        end = data.rfind(b"\0")
+        if end < 0:
+            self._pending = data
+            return
+        self._pending = data[end + 1 :]
+        for record in data[:end].split(b"\0"):
+            self._record(record)
+
+    def _record(self, record: bytes) -> None:
+        meta, tab, path = record.partition(b"\t")
+        fields = meta.split(b" ")
+        if tab and len(fields) == 3 and fields[1] == b"blob":
+            self.oids[os.fsdecode(path)] = bytes.fromhex(fields[2].decode("ascii"))
+
+    def finish(self) -> dict[str, bytes]:
+        """The blob ids (a trailing record without NUL is parsed too)."""
+        if self._pending:
+            self._record(self._pending)
+            self._pending = b""
+        return self.oids
 
 
 def _head_from_files(git_dir: Path) -> str | None:
@@ -246,10 +339,6 @@ def _head_from_files(git_dir: Path) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     return head if _SHA.match(head) else None
-
-
-def _split_nul(output: str) -> list[str]:
-    return [item for item in output.split("\0") if item]
 
 
 #: The whole configuration of a grading repository.
@@ -311,14 +400,94 @@ def _copy_no_follow(source: Path, target: Path) -> None:
         os.close(fd)
 
 
-async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -> Changes:
-    """Return the paths changed since ``baseline`` and the capped diff evidence.
+def _is_dot_git(path: str) -> bool:
+    """Whether a path has a component git refuses to index (``.git`` in any case)."""
+    return any(part.lower().rstrip(". ") in (".git", "git~1") for part in path.split("/"))
 
-    Builds a fresh grading repository from the private pack (see the module
-    docstring), so nothing the agent did to either ``.git`` affects the result.
+
+@dataclass(frozen=True, slots=True)
+class _Staging:
+    """How each changed path enters the diff evidence's index."""
+
+    add: list[str]
+    """Regular files and symlinks to hash into the index."""
+    remove: list[str]
+    """Paths that are no file or symlink now (deleted, a directory, a special file)."""
+    unshown: int
+    """Changed paths left out of the diff (too large, unreadable, inside a ``.git``)."""
+    runtime: int
+    """The host's runtime artefacts among the changed paths (never in the diff)."""
+    add_bytes: int
+
+
+def _staging(sandbox: Path, paths: Sequence[str], ignored: Callable[[str], bool]) -> _Staging:
+    """Decide how each changed path enters the diff (the host's runtime artefacts never do)."""
+    add: list[str] = []
+    remove: list[str] = []
+    unshown = 0
+    total = 0
+    graded = [path for path in paths if not ignored(path)]
+    for number, path in enumerate(graded):
+        if number >= DIFF_STAGE_PATHS:
+            unshown += len(graded) - number
+            break
+        if _is_dot_git(path):
+            unshown += 1
+            continue
+        try:
+            info = os.lstat(sandbox / path)
+        except (FileNotFoundError, NotADirectoryError):
+            remove.append(path)
+            continue
+        except OSError:
+            unshown += 1
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            add.append(path)
+        elif not stat.S_ISREG(info.st_mode):
+            remove.append(path)
+        elif (
+            info.st_size > DIFF_STAGE_FILE_BYTES
+            or total + info.st_size > DIFF_STAGE_TOTAL_BYTES
+            or not os.access(sandbox / path, os.R_OK)
+        ):
+            unshown += 1
+        else:
+            add.append(path)
+            total += info.st_size
+    return _Staging(
+        add=add,
+        remove=remove,
+        unshown=unshown,
+        runtime=len(paths) - len(graded),
+        add_bytes=total,
+    )
+
+
+def _nul_list(paths: Sequence[str]) -> bytes:
+    return b"".join(os.fsencode(path) + b"\0" for path in paths)
+
+
+async def collect_changes(
+    sandbox: Path,
+    private_git_dir: Path,
+    baseline: Baseline,
+    *,
+    ignored: Callable[[str], bool] = lambda _path: False,
+) -> Changes:
+    """Return every path changed since ``baseline`` and the capped diff evidence.
+
+    The paths come from a walk of the sandbox compared with the baseline's
+    snapshot (:func:`changed_paths`), complete whatever their number. The diff is
+    made in a fresh grading repository built from the private pack (see the
+    module docstring), so nothing the agent did to either ``.git`` affects it;
+    files too large for the evidence are counted in it, not read, and so are
+    the paths ``ignored`` (the host's runtime artefacts), whose contents are
+    no evidence of the agent's work.
 
     Raises:
-        GitError: the baseline could not be recovered or a git command failed.
+        GitError: the sandbox root was replaced, the baseline could not be
+            recovered, or a git command failed.
     """
     try:
         grading, packs = await anyio.to_thread.run_sync(
@@ -326,16 +495,35 @@ async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -
         )
     except OSError as exc:
         raise GitError(f"cannot create the grading repository: {exc}") from exc
+    sha256 = len(baseline.commit) == 64
+    try:
+        paths = await anyio.to_thread.run_sync(
+            functools.partial(changed_paths, sandbox, baseline.tree, sha256=sha256)
+        )
+        staging = await anyio.to_thread.run_sync(_staging, sandbox, paths, ignored)
+    except OSError as exc:
+        raise GitError(f"cannot walk the sandbox: {exc}") from exc
+    work = baseline.tree.total_bytes
     for pack in packs:
         # index-pack names each object by hashing it: a forged pack cannot supply
         # the baseline commit, whose id was kept in memory.
-        await _git(["index-pack", str(pack)], work_tree=sandbox, git_dir=grading)
-    await _git(["add", "--all", "--force"], work_tree=sandbox, git_dir=grading)
-    names = await _git(
-        ["diff", "--cached", "--no-renames", "--no-ext-diff", "--name-only", "-z", baseline],
-        work_tree=sandbox,
-        git_dir=grading,
-    )
+        await _git(["index-pack", str(pack)], work_tree=sandbox, git_dir=grading, work_bytes=work)
+    await _git(["read-tree", baseline.commit], work_tree=sandbox, git_dir=grading)
+    if staging.remove:
+        await _git(
+            ["update-index", "--force-remove", "-z", "--stdin"],
+            work_tree=sandbox,
+            git_dir=grading,
+            stdin=_nul_list(staging.remove),
+        )
+    if staging.add:
+        await _git(
+            ["update-index", "--add", "--replace", "-z", "--stdin"],
+            work_tree=sandbox,
+            git_dir=grading,
+            stdin=_nul_list(staging.add),
+            work_bytes=staging.add_bytes,
+        )
     patch = await _git(
         [
             "diff",
@@ -344,7 +532,7 @@ async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -
             "--no-ext-diff",
             "--no-textconv",
             "--no-color",
-            baseline,
+            baseline.commit,
         ],
         work_tree=sandbox,
         git_dir=grading,
@@ -353,4 +541,11 @@ async def collect_changes(sandbox: Path, private_git_dir: Path, baseline: str) -
     diff = patch.stdout
     if len(diff) > DIFF_LIMIT_CHARS or patch.aborted:
         diff = diff[:DIFF_LIMIT_CHARS] + "\n… truncated"
-    return Changes(paths=tuple(sorted(set(_split_nul(names.stdout)))), diff=diff)
+    if staging.unshown:
+        diff += (
+            f"\n… {staging.unshown} changed path(s) not shown in this diff "
+            "(larger than the diff's limits, unreadable, or inside a .git directory)"
+        )
+    if staging.runtime:
+        diff += f"\n… {staging.runtime} changed runtime artefact path(s) of the host not shown"
+    return Changes(paths=tuple(paths), diff=diff)

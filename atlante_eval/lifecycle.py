@@ -6,27 +6,28 @@ the run's :class:`~atlante_eval.report.Meta` and a function that assembles the
 scenario results; inside, it builds and runs its engine on
 :attr:`ActiveRun.run_root`. On the way out, also on error or cancellation and
 under a shielded scope, the run root is removed (unless ``keep``), the report is
-finalized (end time, wall time, ``interrupted``) and published as
-``report.json`` in the reserved directory.
+finalized (end time, wall time, ``interrupted``, ``cleanupFailures``) and
+published as ``report.json`` in the reserved directory.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
+from .diagnostics import Diagnostic, warning
 from .publish import ReportDir, new_run_id, report_base, reserve_report_dir
-from .report import REPORT_FILE, Meta, RunReport, ScenarioResult, utc_timestamp
+from .report import REPORT_FILE, CleanupFailure, Meta, RunReport, ScenarioResult, utc_timestamp
 from .results import finalize
-from .sandbox import create_run_root, remove_tree
+from .sandbox import RemovalFailure, create_run_root, remove_tree
 
-__all__ = ["ActiveRun", "EndHook", "ScenarioResults", "run_lifecycle"]
+__all__ = ["ActiveRun", "EndHook", "ScenarioResults", "cleanup_warning", "run_lifecycle"]
 
 #: Assembles the report's scenarios; called with whether the run stopped part-way.
 ScenarioResults = Callable[[bool], Mapping[str, ScenarioResult]]
@@ -47,6 +48,8 @@ class ActiveRun:
     """The published report (set on the way out)."""
     report_path: Path | None = None
     """Where the report was published (set on the way out)."""
+    cleanup_failures: list[RemovalFailure] = field(default_factory=list)
+    """Sandboxes (or the run root) that could not be removed; the engine appends to it."""
 
     @property
     def run_id(self) -> str:
@@ -107,7 +110,9 @@ async def run_lifecycle(
     finally:
         with anyio.CancelScope(shield=True):
             if not keep:
-                await anyio.to_thread.run_sync(remove_tree, run.run_root)
+                left = await anyio.to_thread.run_sync(remove_tree, run.run_root)
+                if left is not None and not run.cleanup_failures:
+                    run.cleanup_failures.append(left)
             if failed and not partial:
                 # Nothing was published into the reserved directory: remove what trials left.
                 with contextlib.suppress(OSError):
@@ -121,6 +126,11 @@ async def run_lifecycle(
                         "wall_time_ms": int((time.monotonic() - started) * 1000),
                         "run_root": str(run.run_root) if keep else None,
                         "interrupted": True if run.stopped else None,
+                        "cleanup_failures": [
+                            CleanupFailure(path=f.path, reason=f.reason, count=f.count)
+                            for f in run.cleanup_failures
+                        ]
+                        or None,
                     }
                 )
                 run.report = finalize(
@@ -129,3 +139,19 @@ async def run_lifecycle(
                 run.report_path = run.publish(REPORT_FILE, run.report.to_json().encode("utf-8"))
                 if on_end is not None:
                     await on_end(run)
+
+
+def cleanup_warning(failures: Sequence[RemovalFailure]) -> Diagnostic | None:
+    """The run-level warning for sandboxes left behind (``eval-cleanup-failed``), if any."""
+    if not failures:
+        return None
+    first = failures[0]
+    plural = "y" if len(failures) == 1 else "ies"
+    return warning(
+        "eval-cleanup-failed",
+        f"{len(failures)} sandbox director{plural} could not be removed: "
+        f"{first.path}: {first.reason}",
+        source=first.path,
+        next="remove it by hand (it may hold files an agent made unremovable); "
+        "meta.cleanupFailures in the report lists every one",
+    )

@@ -300,11 +300,14 @@ async def _pump_lines(
     tail: TailBuffer,
     on_line: Callable[[str], bool] | None,
     abort: anyio.Event,
+    sink: Callable[[bytes], None] | None = None,
 ) -> None:
     pending = bytearray()
     skipping = False
     async for chunk in _chunks(fd):
         tail.write(chunk)
+        if sink is not None:
+            sink(chunk)
         if isinstance(tail, HeadBuffer) and tail.full:
             abort.set()
         if on_line is None or abort.is_set():
@@ -393,6 +396,7 @@ async def run_process(
     stdout_head_bytes: int | None = None,
     grace_s: float | None = None,
     sweep: bool = False,
+    stdout_sink: Callable[[bytes], None] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` without a shell in its own process group and wait for it.
 
@@ -416,6 +420,8 @@ async def run_process(
             and, once the group is ended, also kill every process still carrying
             it: descendants that left the process group (daemons). Best effort
             (Linux ``/proc``; a program that drops the variable escapes it).
+        stdout_sink: called with every chunk of stdout as it arrives, all of it
+            (uncapped, whatever ``capture_bytes``), for output read as a stream.
 
     Cancellation of the caller ends the process group the same way (shielded) and
     re-raises the cancellation.
@@ -472,7 +478,7 @@ async def run_process(
             async with anyio.create_task_group() as readers:
                 readers.start_soon(
                     _signal_when_done,
-                    _pump_lines(pipes.stdout_read, stdout_tail, on_line, abort),
+                    _pump_lines(pipes.stdout_read, stdout_tail, on_line, abort, stdout_sink),
                     done[0],
                 )
                 readers.start_soon(

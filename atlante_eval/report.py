@@ -173,7 +173,9 @@ class TrialResult(OutputModel):
     model_version: str | None = None
     """Model version the host reported, or derived from ``model`` (additive)."""
     changed_files: list[str] | None = None
-    """Paths the agent changed (additive)."""
+    """Paths the agent changed, sorted; at most 1,000, graded ones first (additive)."""
+    changed_files_omitted: int | None = None
+    """How many changed paths ``changedFiles`` leaves out; absent: none (additive)."""
     host_evidence: dict[str, Any] | None = None
     """Host facts worth keeping, e.g. permission denials (additive)."""
     sandbox: str | None = None
@@ -309,6 +311,17 @@ class Totals(OutputModel):
     """Sum of reported cost."""
 
 
+class CleanupFailure(OutputModel):
+    """A sandbox (or the run root) that could not be removed after the run."""
+
+    path: str
+    """The first path left behind."""
+    reason: str
+    """Why it could not be removed."""
+    count: int = 1
+    """How many entries could not be removed."""
+
+
 class Meta(OutputModel):
     """Run metadata."""
 
@@ -350,6 +363,8 @@ class Meta(OutputModel):
     """Kept run root with ``--keep`` (additive)."""
     interrupted: bool | None = None
     """Set when the run was interrupted or failed part-way (additive)."""
+    cleanup_failures: list[CleanupFailure] | None = None
+    """Sandboxes or the run root left behind because they could not be removed (additive)."""
 
 
 class RunReport(OutputModel):

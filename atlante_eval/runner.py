@@ -30,7 +30,7 @@ from .events import (
 from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
 from .hosts import Host, HostError, create_host
 from .journal import Journal, read_journal
-from .lifecycle import ActiveRun, run_lifecycle
+from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from .logs import get_logger
 from .options import DEFAULT_JOBS, RunOptions, run_options
 from .plan import Plan, PlannedTrial, budget_skips, make_plan, resolve_budget
@@ -402,6 +402,10 @@ async def execute_run(
         nonlocal failure
         log.info("run.end", interrupted=run.stopped, report=str(run.report_path))
         try:
+            left_behind = cleanup_warning(run.cleanup_failures)
+            if left_behind is not None:
+                notices.append(left_behind)
+                await call_sink(on_event, DiagnosticNotice(left_behind))
             await call_sink(on_event, RunFinished(run.run_id, run.stopped))
         except Exception as exc:  # noqa: BLE001 - the report is out; still an eval-run-failed
             failure = failure or exc
@@ -446,6 +450,7 @@ async def execute_run(
             emit=progress.emit,
             on_trial=progress.trial_done,
             preset_sessions=dict.fromkeys(reused, True),
+            cleanup_failures=run.cleanup_failures,
         )
         try:
             with anyio.CancelScope() as scope:

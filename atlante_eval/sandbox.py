@@ -1,8 +1,8 @@
 """One trial's disposable sandbox, from fixture copy to cleanup.
 
-Layout (all under a run root ``<tmp>/atlante-eval-XXXXXX``)::
+Layout (all under a run root ``<tmp>/atlante-eval-<random>``, mode 0700)::
 
-    <scenario>-trial-<i>/
+    <scenario>-trial-<i>-<random>/   mode 0700
         project/       the sandbox root: the agent's working directory
         state/         the host's private HOME, XDG dirs, credentials, temp files
         baseline.git/  pack of the baseline commit's objects (grading only)
@@ -20,7 +20,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import shutil
 import stat
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -30,13 +29,16 @@ from pathlib import Path
 
 import anyio
 
-from .gitops import GitError, make_baseline
+from . import fstree
+from .fstree import RemovalFailure
+from .gitops import Baseline, GitError, make_baseline
 from .native import NativeOutputs
 from .paths import FORBIDDEN_SEGMENTS, UnsafePathError, resolve_no_follow, split_segments
 from .process import run_process
 from .scenarios import SETUP_TIMEOUT_MS, FileUnchangedCheck, Scenario
 
 __all__ = [
+    "RemovalFailure",
     "Sandbox",
     "SandboxError",
     "TrialDirs",
@@ -75,34 +77,27 @@ class Sandbox:
     state_dir: Path
     git_dir: Path
     """Private directory holding the pack of the baseline's objects."""
-    baseline: str
-    """Baseline commit id."""
+    baseline: Baseline
+    """Baseline commit and snapshot."""
     snapshot: Mapping[str, str | None]
     """SHA-256 of each ``file-unchanged`` path before the trial (``None``: not a file)."""
 
 
 def create_run_root() -> Path:
-    """Create the run root ``<tmp>/atlante-eval-XXXXXX``."""
+    """Create the run root ``<tmp>/atlante-eval-<random>``, mode 0700."""
     return Path(tempfile.mkdtemp(prefix="atlante-eval-"))
 
 
-def remove_tree(path: Path) -> None:
-    """Remove ``path`` recursively, even where an agent made directories read-only."""
+def remove_tree(path: Path) -> RemovalFailure | None:
+    """Remove ``path`` and everything below it; never raises (see :func:`.fstree.remove_tree`).
 
-    def on_error(func: Callable[..., object], failed: str, _exc: object) -> None:
-        try:
-            parent = os.path.dirname(failed)
-            os.chmod(parent, stat.S_IRWXU)
-            if os.path.isdir(failed) and not os.path.islink(failed):
-                os.chmod(failed, stat.S_IRWXU)
-            func(failed)
-        except OSError:
-            pass
-
-    if path.is_symlink():
-        path.unlink(missing_ok=True)
-    elif path.exists():
-        shutil.rmtree(path, onerror=on_error)
+    Returns:
+        ``None`` when it is gone, else what was left behind and why.
+    """
+    try:
+        return fstree.remove_tree(path)
+    except Exception as exc:  # noqa: BLE001 - cleanup must never end a trial or a run
+        return RemovalFailure(str(path), f"unexpected error: {type(exc).__name__}: {exc}")
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -477,13 +472,16 @@ class TrialDirs:
 
 
 @asynccontextmanager
-async def trial_dirs(*, keep: bool) -> AsyncIterator[TrialDirs]:
+async def trial_dirs(
+    *, keep: bool, failures: list[RemovalFailure] | None = None
+) -> AsyncIterator[TrialDirs]:
     """Own the removal of every trial directory created inside the scope.
 
     The one owner of sandbox cleanup: on exit (also on error or cancellation,
     shielded) each registered directory is removed, unless ``keep``. The engine
     holds this scope around a whole trial, so its slot is given back before the
-    trees are removed.
+    trees are removed. Removal never raises: what cannot be removed is appended
+    to ``failures`` (and left in place).
     """
     owned = TrialDirs()
     try:
@@ -492,21 +490,17 @@ async def trial_dirs(*, keep: bool) -> AsyncIterator[TrialDirs]:
         if not keep and owned.paths:
             with anyio.CancelScope(shield=True):
                 for path in owned.paths:
-                    await anyio.to_thread.run_sync(remove_tree, path)
+                    failure = await anyio.to_thread.run_sync(remove_tree, path)
+                    if failure is not None and failures is not None:
+                        failures.append(failure)
 
 
 def _fresh_dir(run_root: Path, name: str) -> Path:
-    """Create ``run_root/name`` (or ``name-2``, ``name-3``... when a kept one exists)."""
-    for attempt in range(1, 100):
-        candidate = run_root / (name if attempt == 1 else f"{name}-{attempt}")
-        try:
-            candidate.mkdir()
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise SandboxError(f"cannot create the trial directory: {exc}") from exc
-        return candidate
-    raise SandboxError(f"cannot create the trial directory: {run_root / name} exists")
+    """Create ``run_root/name-<random>``, mode 0700: a name no other trial can guess."""
+    try:
+        return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=run_root))
+    except OSError as exc:
+        raise SandboxError(f"cannot create the trial directory: {exc}") from exc
 
 
 def _assemble_files(scenario: Scenario, native: NativeOutputs, root: Path, state: Path) -> None:

@@ -37,14 +37,15 @@ import anyio
 from ._version import __version__
 from .checks import CheckContext, run_checks
 from .choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
-from .diagnostics import DiagnosticError, error
+from .diagnostics import Diagnostic, DiagnosticError, error
 from .engine import Engine, EngineOptions
 from .events import ProgressEvent
 from .hosts.base import SessionEnd, SessionUsage, TrialContext
-from .lifecycle import run_lifecycle
+from .lifecycle import cleanup_warning, run_lifecycle
 from .plan import Plan, PlannedTrial, resolve_budget
 from .report import CheckResult, Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
+from .sandbox import RemovalFailure
 from .scenarios import CommandCheck
 from .selftest_findings import (
     NULL_TRIAL,
@@ -394,6 +395,7 @@ async def run_selftest(
             options=EngineOptions(jobs=job_count, keep=keep, run_dir=run.run_dir),
             emit=ignore,
             on_trial=record,
+            cleanup_failures=run.cleanup_failures,
         )
         await engine.run()
     report, report_path = run.report, run.report_path
@@ -407,9 +409,15 @@ async def run_selftest(
         run_id=run.run_id,
         report=str(report_path),
         scenarios=judged,
-        diagnostics=[*suite.warnings, *diagnostics],
+        diagnostics=[*suite.warnings, *diagnostics, *_left_behind(run.cleanup_failures)],
     )
     result_path = run.publish("selftest.json", result.to_json().encode("utf-8"))
     return SelftestOutcome(
         result=result, report=report, report_path=report_path, result_path=result_path
     )
+
+
+def _left_behind(failures: Sequence[RemovalFailure]) -> list[Diagnostic]:
+    """The ``eval-cleanup-failed`` warning, when sandboxes were left behind."""
+    notice = cleanup_warning(failures)
+    return [] if notice is None else [notice]

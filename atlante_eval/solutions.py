@@ -238,7 +238,9 @@ def _delete(sandbox: Path, relative: str) -> None:
             f"{SOLUTION_DELETE} lists {relative}, which does not exist in the sandbox"
         ) from None
     if stat.S_ISDIR(info.st_mode):
-        remove_tree(target)
+        failure = remove_tree(target)
+        if failure is not None:
+            raise SolutionError(f"cannot delete {relative}: {failure.path}: {failure.reason}")
     else:
         os.unlink(target)
 

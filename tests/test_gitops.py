@@ -52,7 +52,7 @@ async def test_baseline_commits_everything_and_copies_the_repository(
 ) -> None:
     """The baseline is one commit of every file (ignored ones forced in), packed privately."""
     sandbox, private = trial
-    sha = await make_baseline(sandbox, private)
+    sha = (await make_baseline(sandbox, private)).commit
     assert len(sha) == 40
     assert all(c in "0123456789abcdef" for c in sha)
     assert git(sandbox, "rev-parse", "HEAD").stdout.strip() == sha
@@ -138,7 +138,7 @@ async def test_rewriting_history_in_the_sandbox_is_ignored(trial: tuple[Path, Pa
     git(sandbox, "branch", "-D", "atlante-eval")
     git(sandbox, "reflog", "expire", "--expire=now", "--all")
     git(sandbox, "gc", "-q", "--prune=now")
-    assert git(sandbox, "cat-file", "-e", sha, check=False).returncode != 0
+    assert git(sandbox, "cat-file", "-e", sha.commit, check=False).returncode != 0
     changes = await collect_changes(sandbox, private, sha)
     assert changes.paths == ("extra.txt",)
 
@@ -307,30 +307,25 @@ async def test_diff_evidence_is_capped(trial: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.anyio
-async def test_committed_nested_repository_is_a_changed_path(trial: tuple[Path, Path]) -> None:
-    """A nested repository with a commit shows up as one changed path (a gitlink)."""
+@pytest.mark.parametrize("commit", [True, False], ids=["committed", "no-commit"])
+async def test_nested_repository_is_graded_file_by_file(
+    trial: tuple[Path, Path], commit: bool
+) -> None:
+    """A nested repository (with or without a commit) is every file in it, never one path."""
     sandbox, private = trial
     sha = await make_baseline(sandbox, private)
     nested = sandbox / "vendor"
     write(nested, "lib.txt", "x\n")
+    write(nested, "deep/evil.py", "print('evil')\n")
     git(nested, "init", "-q")
-    git(nested, "add", "-A")
-    git(nested, "commit", "-qm", "nested")
+    if commit:
+        git(nested, "add", "-A")
+        git(nested, "commit", "-qm", "nested")
     changes = await collect_changes(sandbox, private, sha)
-    assert changes.paths == ("vendor",)
-
-
-@pytest.mark.anyio
-async def test_nested_repository_without_commits_is_a_git_error(
-    trial: tuple[Path, Path],
-) -> None:
-    """A nested repository with no commit makes git add fail; the error says why."""
-    sandbox, private = trial
-    sha = await make_baseline(sandbox, private)
-    write(sandbox, "sub/file.txt", "x\n")
-    git(sandbox / "sub", "init", "-q")
-    with pytest.raises(GitError, match=r"git add failed \(exit 128\).*commit checked out"):
-        await collect_changes(sandbox, private, sha)
+    assert "vendor" not in changes.paths
+    assert {"vendor/lib.txt", "vendor/deep/evil.py", "vendor/.git/HEAD"} <= set(changes.paths)
+    assert all(path.startswith("vendor/") for path in changes.paths)
+    assert "+print('evil')" in changes.diff
 
 
 @pytest.mark.anyio

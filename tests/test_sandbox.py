@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -116,7 +117,9 @@ async def test_assembly_copies_fixture_and_native_outputs_then_commits(project: 
     )
     async with _sandbox(project, scenario, 2) as sandbox:
         root = sandbox.root
-        assert sandbox.trial_dir == project.parent / "run" / "basic-trial-2"
+        assert sandbox.trial_dir.parent == project.parent / "run"
+        assert sandbox.trial_dir.name.startswith("basic-trial-2-")
+        assert stat.S_IMODE(sandbox.trial_dir.stat().st_mode) == 0o700
         assert root == sandbox.trial_dir / "project"
         assert sandbox.state_dir.is_dir()
         assert (root / "README.md").read_text() == "hello\n"
@@ -126,7 +129,7 @@ async def test_assembly_copies_fixture_and_native_outputs_then_commits(project: 
         assert (root / ".opencode/agents/reviewer.md").read_bytes() == b"You review code.\n"
         assert sandbox.snapshot == {"README.md": hashlib.sha256(b"hello\n").hexdigest()}
         assert _git(root, "status", "--porcelain") == ""
-        assert len(sandbox.baseline) == 40
+        assert len(sandbox.baseline.commit) == 40
         assert list(sandbox.git_dir.glob("*.pack"))
     assert not sandbox.trial_dir.exists()
 
@@ -162,12 +165,13 @@ async def test_keep_leaves_the_trial_directory(project: Path) -> None:
 
 @pytest.mark.anyio
 async def test_a_kept_directory_gets_a_fresh_sibling(project: Path) -> None:
-    """Assembling the same trial again next to a kept one uses a new directory name."""
+    """Each trial directory gets a fresh random name, even next to a kept one of the same trial."""
     scenario = make_scenario(project, fixture="fix")
     first = await _assemble(project, scenario, keep=True)
     second = await _assemble(project, scenario, keep=True)
-    assert first.name == "basic-trial-0"
-    assert second.name == "basic-trial-0-2"
+    assert first.name.startswith("basic-trial-0-")
+    assert second.name.startswith("basic-trial-0-")
+    assert first != second
 
 
 @pytest.mark.anyio
