@@ -32,9 +32,10 @@ from .logs import get_logger
 from .native import NativeOutputs
 from .plan import Plan, PlannedTrial
 from .report import CheckResult, TrialResult, utc_timestamp
+from .run_files import RunFiles, TrialFiles
 from .sandbox import RemovalFailure, Sandbox, SandboxError, TrialDirs, trial_dirs, trial_sandbox
 from .transcript import ErrorEntry
-from .transcript_writer import LOG_CHARS, Redactor, TranscriptWriter, cap_text, trial_dir
+from .transcript_writer import LOG_CHARS, Redactor, TranscriptWriter, cap_text
 from .treestate import display_path
 
 __all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialHook"]
@@ -59,8 +60,8 @@ class EngineOptions:
     pass_env: tuple[str, ...] = ()
     retry_infra: int = 0
     project_root: Path | None = None
-    run_dir: Path | None = None
-    """Where each trial's transcript and long outputs go (``None``: not recorded)."""
+    run_files: RunFiles | None = None
+    """The run directory each trial's transcript and long outputs go to (``None``: none)."""
 
 
 class _SessionLedger:
@@ -337,30 +338,37 @@ class Engine:
 
     def _keep_output(self, planned: PlannedTrial, name: str, text: str) -> str | None:
         """Write a long output beside the trial's transcript; return its run-relative path."""
-        run_dir = self.options.run_dir
-        if run_dir is None:
+        files = self._trial_files(planned)
+        if files is None:
             return None
-        directory = trial_dir(run_dir, planned.scenario.name, planned.index)
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            (directory / name).write_text(
-                cap_text(self._redactor()(text), LOG_CHARS), encoding="utf-8"
-            )
-        except OSError as exc:
-            log.warning("trial.log-unwritable", file=name, error=str(exc))
+        with files:
+            try:
+                with files.create(name) as handle:
+                    handle.write(cap_text(self._redactor()(text), LOG_CHARS).encode("utf-8"))
+            except OSError as exc:
+                log.warning("trial.log-unwritable", file=name, error=str(exc))
+                return None
+            return files.path_of(name)
+
+    def _trial_files(self, planned: PlannedTrial) -> TrialFiles | None:
+        """The trial's directory in the run directory (``None``: not recorded, or unsafe)."""
+        run_files = self.options.run_files
+        if run_files is None:
             return None
-        return (directory / name).relative_to(run_dir).as_posix()
+        files = run_files.trial(planned.scenario.name, planned.index)
+        if files is None:
+            log.warning("trial.files-unwritable", scenario=planned.scenario.name)
+        return files
 
     def _transcript(self, planned: PlannedTrial, sandbox: Sandbox) -> TranscriptWriter | None:
-        run_dir = self.options.run_dir
-        if run_dir is None:
+        files = self._trial_files(planned)
+        if files is None:
             return None
         writer = TranscriptWriter(
-            trial_dir(run_dir, planned.scenario.name, planned.index),
+            files,
             host=self.host.name,
             scenario=planned.scenario.name,
             trial=planned.index,
-            run_dir=run_dir,
             sandbox=sandbox.root,
             secrets=secret_values(os.environ, pass_env=self.options.pass_env),
         )

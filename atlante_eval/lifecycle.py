@@ -22,9 +22,18 @@ from pathlib import Path
 import anyio
 
 from .diagnostics import Diagnostic, warning
-from .publish import ReportDir, new_run_id, report_base, reserve_report_dir
+from .publish import (
+    PublishError,
+    ReportDir,
+    check_unchanged,
+    new_run_id,
+    publish_error,
+    report_base,
+    reserve_report_dir,
+)
 from .report import REPORT_FILE, CleanupFailure, Meta, RunReport, ScenarioResult, utc_timestamp
 from .results import finalize
+from .run_files import TRIALS_DIR, RunFiles
 from .sandbox import RemovalFailure, create_run_root, remove_tree
 
 __all__ = ["ActiveRun", "EndHook", "ScenarioResults", "cleanup_warning", "run_lifecycle"]
@@ -42,6 +51,8 @@ class ActiveRun:
     report_dir: ReportDir
     run_root: Path
     """The temporary directory that holds the trial sandboxes."""
+    files: RunFiles
+    """The reserved run directory, held open: trials write their files through it."""
     stopped: bool = False
     """Set by the caller when the run stopped part-way; cancellation sets it too."""
     report: RunReport | None = None
@@ -98,7 +109,15 @@ async def run_lifecycle(
         new_run_id(),
         project_root=project_root if out is None else None,
     )
-    run = ActiveRun(report_dir=report_dir, run_root=create_run_root())
+    try:
+        files = RunFiles.open(report_dir.path, report_dir.identity)
+    except OSError as exc:
+        raise publish_error(report_dir.path, exc) from None
+    try:
+        run = ActiveRun(report_dir=report_dir, run_root=create_run_root(), files=files)
+    except BaseException:
+        files.close()
+        raise
     started = time.monotonic()
     failed = False
     try:
@@ -113,32 +132,38 @@ async def run_lifecycle(
                 left = await anyio.to_thread.run_sync(remove_tree, run.run_root)
                 if left is not None and not run.cleanup_failures:
                     run.cleanup_failures.append(left)
-            if failed and not partial:
-                # Nothing was published into the reserved directory: remove what trials left.
-                with contextlib.suppress(OSError):
-                    remove_tree(run.run_dir / "trials")
-                with contextlib.suppress(OSError):
-                    run.run_dir.rmdir()
-            else:
-                ended = meta.model_copy(
-                    update={
-                        "ended_at": utc_timestamp(),
-                        "wall_time_ms": int((time.monotonic() - started) * 1000),
-                        "run_root": str(run.run_root) if keep else None,
-                        "interrupted": True if run.stopped else None,
-                        "cleanup_failures": [
-                            CleanupFailure(path=f.path, reason=f.reason, count=f.count)
-                            for f in run.cleanup_failures
-                        ]
-                        or None,
-                    }
-                )
-                run.report = finalize(
-                    RunReport(run_id=run.run_id, meta=ended, scenarios=dict(results(run.stopped)))
-                )
-                run.report_path = run.publish(REPORT_FILE, run.report.to_json().encode("utf-8"))
-                if on_end is not None:
-                    await on_end(run)
+            try:
+                if failed and not partial:
+                    # Nothing was published into the reserved directory: remove what trials
+                    # left, unless the path now leads somewhere else.
+                    with contextlib.suppress(OSError, PublishError):
+                        check_unchanged(run.run_dir, report_dir.identity, anchor=report_dir.anchor)
+                        remove_tree(run.run_dir / TRIALS_DIR)
+                        run.run_dir.rmdir()
+                else:
+                    ended = meta.model_copy(
+                        update={
+                            "ended_at": utc_timestamp(),
+                            "wall_time_ms": int((time.monotonic() - started) * 1000),
+                            "run_root": str(run.run_root) if keep else None,
+                            "interrupted": True if run.stopped else None,
+                            "cleanup_failures": [
+                                CleanupFailure(path=f.path, reason=f.reason, count=f.count)
+                                for f in run.cleanup_failures
+                            ]
+                            or None,
+                        }
+                    )
+                    run.report = finalize(
+                        RunReport(
+                            run_id=run.run_id, meta=ended, scenarios=dict(results(run.stopped))
+                        )
+                    )
+                    run.report_path = run.publish(REPORT_FILE, run.report.to_json().encode("utf-8"))
+                    if on_end is not None:
+                        await on_end(run)
+            finally:
+                files.close()
 
 
 def cleanup_warning(failures: Sequence[RemovalFailure]) -> Diagnostic | None:

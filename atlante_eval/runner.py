@@ -38,6 +38,7 @@ from .preflight import model_diagnostics
 from .publish import report_base
 from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
+from .run_files import RunFiles
 from .scenarios import Scenario
 from .suite import Suite, load_suite
 from .transcript_activity import copy_trial_files, recorded_activity
@@ -103,7 +104,7 @@ class _Progress:
     fingerprints: Mapping[str, str]
     definitions: Mapping[str, str]
     journal: Journal | None = None
-    run_dir: Path | None = None
+    run_files: RunFiles | None = None
     """The run directory, once reserved (transcripts of unfinished trials are found there)."""
     done: dict[str, int] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
@@ -153,7 +154,7 @@ class _Progress:
 
 
 def _scenarios(
-    plan: Plan, progress: _Progress, *, interrupted: bool, run_dir: Path | None = None
+    plan: Plan, progress: _Progress, *, interrupted: bool, run_files: RunFiles | None = None
 ) -> dict[str, ScenarioResult]:
     by_name: dict[str, list[TrialResult]] = {}
     for position in progress.positions:
@@ -161,8 +162,8 @@ def _scenarios(
         result = progress.results.get(position)
         if result is None:
             recorded = (
-                recorded_activity(run_dir, planned.scenario.name, planned.index)
-                if run_dir is not None
+                recorded_activity(run_files, planned.scenario.name, planned.index)
+                if run_files is not None
                 else None
             )
             result = TrialResult(
@@ -417,18 +418,18 @@ async def execute_run(
         meta=meta,
         keep=options.keep,
         results=lambda stopped: _scenarios(
-            plan, progress, interrupted=stopped, run_dir=progress.run_dir
+            plan, progress, interrupted=stopped, run_files=progress.run_files
         ),
         on_end=on_end,
     ) as run:
         progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
-        progress.run_dir = run.run_dir
+        progress.run_files = run.files
         if options.resume is not None and reused:
             # Reused trials keep their transcripts: the report's paths are relative to this run.
             await anyio.to_thread.run_sync(
                 copy_trial_files,
                 Path(options.resume),
-                run.run_dir,
+                run.files,
                 [(plan.trials[p].scenario.name, plan.trials[p].index) for p in sorted(reused)],
             )
         structlog.contextvars.bind_contextvars(run_id=run.run_id, host=runner_host.name)
@@ -445,7 +446,7 @@ async def execute_run(
                 pass_env=options.pass_env,
                 retry_infra=options.retry_infra,
                 project_root=suite.project.root,
-                run_dir=run.run_dir,
+                run_files=run.files,
             ),
             emit=progress.emit,
             on_trial=progress.trial_done,

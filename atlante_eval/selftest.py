@@ -392,7 +392,7 @@ async def run_selftest(
             host=host,
             native=suite.native,
             run_root=run.run_root,
-            options=EngineOptions(jobs=job_count, keep=keep, run_dir=run.run_dir),
+            options=EngineOptions(jobs=job_count, keep=keep, run_files=run.files),
             emit=ignore,
             on_trial=record,
             cleanup_failures=run.cleanup_failures,

@@ -14,7 +14,7 @@ newer engine, which may carry extra fields, still loads.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -41,6 +41,7 @@ __all__ = [
     "UsageEntry",
     "load_transcript",
     "parse_entry",
+    "parse_transcript",
 ]
 
 #: Name of the transcript file inside a trial's directory.
@@ -268,15 +269,30 @@ def load_transcript(path: Path | str) -> list[TranscriptEntry]:
         TranscriptError: the file does not start with a transcript header.
         OSError: the file cannot be read.
     """
-    entries: list[TranscriptEntry] = []
     source = Path(path)
-    for number, line in enumerate(_lines(source)):
+    return parse_transcript(_lines(source), source=str(source))
+
+
+def parse_transcript(lines: Iterable[str], *, source: str) -> list[TranscriptEntry]:
+    """Turn a transcript's lines into typed entries (see :func:`load_transcript`).
+
+    Args:
+        lines: the file's lines; blank ones are skipped.
+        source: names the transcript in errors.
+
+    Raises:
+        TranscriptError: the first line is no transcript header, or there is none.
+    """
+    entries: list[TranscriptEntry] = []
+    for line in lines:
+        if not line.strip():
+            continue
         try:
             value: object = json.loads(line)
         except (ValueError, RecursionError):
             value = line.rstrip("\n")
         entry = parse_entry(value)
-        if number == 0 and not isinstance(entry, HeaderEntry):
+        if not entries and not isinstance(entry, HeaderEntry):
             raise TranscriptError(f"{source} is not a transcript: its first line is no header")
         entries.append(entry)
     if not entries:

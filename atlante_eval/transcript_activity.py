@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from .report import Activity, ScenarioActivity, ScenarioToolCalls, ToolCallCounts, TrialResult
+from .run_files import RunFiles
 from .transcript import (
     TRANSCRIPT_FILE,
     ErrorEntry,
@@ -18,7 +19,7 @@ from .transcript import (
     TranscriptEntry,
     TranscriptError,
     UsageEntry,
-    load_transcript,
+    parse_transcript,
 )
 
 __all__ = [
@@ -121,32 +122,59 @@ def scenario_activity(trials: Sequence[TrialResult]) -> ScenarioActivity | None:
     )
 
 
-def _trial_dir(run_dir: Path, scenario: str, index: int) -> Path:
-    return run_dir / "trials" / scenario / str(index)
+#: The most bytes of a transcript read back to count what an unfinished trial did.
+_RECORDED_LIMIT = 32 * 1024 * 1024
 
 
-def recorded_activity(run_dir: Path, scenario: str, index: int) -> tuple[str, Activity] | None:
+def recorded_activity(run: RunFiles, scenario: str, index: int) -> tuple[str, Activity] | None:
     """The transcript a trial that never finished left, and its activity (``None``: none).
 
-    Used for trials an interruption cut short: what they did is still on disk.
+    Used for trials an interruption cut short: what they did is still on disk. Only
+    a regular file reached without symlinks is read (an agent may have planted
+    something else there).
     """
-    path = _trial_dir(run_dir, scenario, index) / TRANSCRIPT_FILE
+    files = run.trial(scenario, index, create=False)
+    if files is None:
+        return None
+    with files:
+        data = files.read(TRANSCRIPT_FILE, limit=_RECORDED_LIMIT)
+        relative = files.path_of(TRANSCRIPT_FILE)
+    if data is None:
+        return None
     try:
-        entries = load_transcript(path)
-    except (OSError, TranscriptError):
+        entries = parse_transcript(
+            data.decode("utf-8", errors="replace").splitlines(), source=relative
+        )
+    except TranscriptError:
         return None
     counter = ActivityCounter()
     for entry in entries:
         counter.add(entry)
-    return path.relative_to(run_dir).as_posix(), counter.activity()
+    return relative, counter.activity()
 
 
-def copy_trial_files(source: Path, target: Path, trials: Sequence[tuple[str, int]]) -> None:
-    """Copy the given trials' transcript directories from run ``source`` into run ``target``."""
-    for scenario, index in trials:
-        origin = _trial_dir(source, scenario, index)
-        if not origin.is_dir() or origin.is_symlink():
-            continue
-        destination = _trial_dir(target, scenario, index)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(origin, destination, symlinks=True, dirs_exist_ok=True)
+def copy_trial_files(source: Path, target: RunFiles, trials: Sequence[tuple[str, int]]) -> None:
+    """Copy the given trials' regular files from run directory ``source`` into ``target``.
+
+    Symlinks, FIFOs, devices and subdirectories in ``source`` are skipped, and so is
+    any file over the size a transcript or log can reach.
+    """
+    try:
+        origin_run = RunFiles.open_existing(source)
+    except OSError:
+        return
+    with contextlib.closing(origin_run):
+        for scenario, index in trials:
+            origin = origin_run.trial(scenario, index, create=False)
+            if origin is None:
+                continue
+            with origin:
+                kept = {name: origin.read(name, limit=_RECORDED_LIMIT) for name in origin.names()}
+            destination = target.trial(scenario, index)
+            if destination is None:
+                continue
+            with destination:
+                for name, data in kept.items():
+                    if data is not None:
+                        with destination.create(name) as handle:
+                            handle.write(data)

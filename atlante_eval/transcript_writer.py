@@ -1,7 +1,8 @@
 """Write one trial's transcript and raw host stream as the session streams, bounded and redacted.
 
 :class:`TranscriptWriter` is the host-neutral seam: the engine opens one per trial
-(``<run dir>/trials/<scenario>/<i>/``) and hands it to the host on
+(``<run dir>/trials/<scenario>/<i>/``, created through
+:class:`~atlante_eval.run_files.TrialFiles`, never through a symlink) and hands it to the host on
 :class:`~atlante_eval.hosts.base.TrialContext`; the host feeds it each stdout line
 of its session and the normalizer that reads its dialect. Every entry is written
 (and flushed) when its line arrives, so a session that times out, exceeds its
@@ -20,6 +21,7 @@ anything is parsed or stored.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -29,6 +31,7 @@ from typing import IO, Any
 
 from .jsondoc import join_surrogates
 from .report import Activity
+from .run_files import TrialFiles
 from .transcript import (
     TRANSCRIPT_FILE,
     ErrorEntry,
@@ -54,7 +57,6 @@ __all__ = [
     "TranscriptLimits",
     "TranscriptWriter",
     "cap_text",
-    "trial_dir",
 ]
 
 #: Name of the compressed raw host stream beside the transcript.
@@ -88,11 +90,6 @@ class TranscriptLimits:
 
 
 DEFAULT_LIMITS = TranscriptLimits()
-
-
-def trial_dir(run_dir: Path, scenario: str, index: int) -> Path:
-    """Return ``<run dir>/trials/<scenario>/<index>``."""
-    return run_dir / "trials" / scenario / str(index)
 
 
 def cap_text(text: str, limit: int) -> str:
@@ -169,12 +166,11 @@ class TranscriptWriter:
 
     def __init__(
         self,
-        directory: Path,
+        files: TrialFiles,
         *,
         host: str,
         scenario: str,
         trial: int,
-        run_dir: Path | None = None,
         sandbox: Path | None = None,
         secrets: Iterable[str] = (),
         limits: TranscriptLimits = DEFAULT_LIMITS,
@@ -183,21 +179,17 @@ class TranscriptWriter:
         """Prepare a writer (nothing is written before :meth:`open`).
 
         Args:
-            directory: the trial's directory (created by :meth:`open`).
+            files: the trial's directory in the run directory (closed by :meth:`close`).
             host: the host's name, for the header.
             scenario: the scenario's name.
             trial: the 0-based trial index.
-            run_dir: the run directory :attr:`relative_path` is relative to.
             sandbox: the trial's sandbox, so written files are listed relative to it.
             secrets: values never to store.
             limits: the caps.
             clock: seconds, monotonic (tests pass their own).
         """
-        self.directory = directory
-        self.path = directory / TRANSCRIPT_FILE
-        self.raw_path = directory / RAW_FILE
+        self._files = files
         self._header = HeaderEntry(host=host, scenario=scenario, trial=trial)
-        self._run_dir = run_dir
         self.redact = Redactor(secrets)
         self.limits = limits
         self._clock = clock
@@ -205,6 +197,7 @@ class TranscriptWriter:
         self._counter = ActivityCounter(sandbox)
         self._file: IO[str] | None = None
         self._raw: gzip.GzipFile | None = None
+        self._raw_file: IO[bytes] | None = None
         self._entries = 0
         self._bytes = 0
         self._dropped = 0
@@ -215,14 +208,14 @@ class TranscriptWriter:
     # -- lifecycle ----------------------------------------------------------------
 
     def open(self) -> TranscriptWriter:
-        """Create the trial directory and write the header.
+        """Create both files afresh and write the header.
 
         Raises:
             OSError: the files cannot be created.
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("w", encoding="utf-8")
-        self._raw = gzip.GzipFile(self.raw_path, "wb", compresslevel=6, mtime=0)
+        self._file = io.TextIOWrapper(self._files.create(TRANSCRIPT_FILE), encoding="utf-8")
+        self._raw_file = self._files.create(RAW_FILE)
+        self._raw = gzip.GzipFile(fileobj=self._raw_file, mode="wb", compresslevel=6, mtime=0)
         self._started = self._clock()
         self._write(self._header, force=True)
         return self
@@ -255,18 +248,16 @@ class TranscriptWriter:
                 marker = {"atlante": "truncated", "dropped": self._raw_dropped, "unit": "bytes"}
                 self._raw.write((_json(marker) + "\n").encode("utf-8"))
             self._raw.close()
+        if self._raw_file is not None:
+            self._raw_file.close()
+        self._files.close()
 
     # -- what the engine reads -------------------------------------------------------
 
     @property
     def relative_path(self) -> str:
         """The transcript's path relative to the run directory (POSIX separators)."""
-        if self._run_dir is None:
-            return str(self.path)
-        try:
-            return self.path.relative_to(self._run_dir).as_posix()
-        except ValueError:
-            return str(self.path)
+        return self._files.path_of(TRANSCRIPT_FILE)
 
     @property
     def first_error(self) -> str | None:

@@ -6,6 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
+from atlante_eval.run_files import RunFiles
 from atlante_eval.transcript import (
     ErrorEntry,
     RawEntry,
@@ -20,16 +21,24 @@ from atlante_eval.transcript_writer import RAW_FILE, TranscriptLimits, Transcrip
 SECRET = 'sk-"quoted"\\slash-0123456789'
 
 
-def _writer(tmp_path: Path, **limits: int) -> TranscriptWriter:
-    return TranscriptWriter(
-        tmp_path / "trial",
-        host="opencode",
-        scenario="s",
-        trial=0,
-        run_dir=tmp_path,
-        secrets=[SECRET, "short"],
-        limits=TranscriptLimits(**limits),
-    )
+class _Writer(TranscriptWriter):
+    """A writer into ``tmp_path/trials/s/0``, with the paths the tests read back."""
+
+    def __init__(self, tmp_path: Path, limits: TranscriptLimits) -> None:
+        info = tmp_path.stat()
+        run = RunFiles.open(tmp_path, (info.st_dev, info.st_ino))
+        files = run.trial("s", 0)
+        run.close()
+        assert files is not None
+        super().__init__(
+            files, host="opencode", scenario="s", trial=0, secrets=[SECRET, "short"], limits=limits
+        )
+        self.directory = tmp_path / "trials" / "s" / "0"
+        self.path = tmp_path / self.relative_path
+
+
+def _writer(tmp_path: Path, **limits: int) -> _Writer:
+    return _Writer(tmp_path, TranscriptLimits(**limits))
 
 
 def _line(event: dict[str, object]) -> tuple[str, dict[str, object]]:
@@ -45,7 +54,7 @@ def test_each_entry_is_capped_with_a_mark(tmp_path: Path) -> None:
         )
         writer.write(ToolCallEntry(id="d", name="bash", input={str(i): i for i in range(500)}))
         writer.write(RawEntry(event={"blob": "w" * 1000}))
-    assert writer.relative_path == "trial/transcript.jsonl"
+    assert writer.relative_path == "trials/s/0/transcript.jsonl"
     _, text, call, many, raw = load_transcript(writer.path)
     assert isinstance(text, TextEntry)
     assert text.text == "x" * 100 + "… [truncated 900 characters]"
