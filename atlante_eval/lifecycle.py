@@ -76,6 +76,7 @@ async def run_lifecycle(
     results: ScenarioResults,
     partial: bool = True,
     on_end: EndHook | None = None,
+    decorate: Callable[[RunReport], RunReport] | None = None,
 ) -> AsyncIterator[ActiveRun]:
     """Reserve a run directory and a run root; publish the run's report on the way out.
 
@@ -88,6 +89,8 @@ async def run_lifecycle(
         partial: when the body raises (or is cancelled), still publish the report
             with what finished (``True``), or discard the empty run directory.
         on_end: called after publishing, shielded, also on cancellation.
+        decorate: adds to the finalized report before it is published (e.g. an
+            adaptive run's decision record), also on cancellation.
 
     Raises:
         DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
@@ -136,6 +139,8 @@ async def run_lifecycle(
                 run.report = finalize(
                     RunReport(run_id=run.run_id, meta=ended, scenarios=dict(results(run.stopped)))
                 )
+                if decorate is not None:
+                    run.report = decorate(run.report)
                 run.report_path = run.publish(REPORT_FILE, run.report.to_json().encode("utf-8"))
                 if on_end is not None:
                     await on_end(run)

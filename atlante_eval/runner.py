@@ -14,6 +14,7 @@ import anyio
 import structlog
 
 from ._version import __version__
+from .adaptive import AdaptiveDriver, AdaptiveSettings, load_settings, run_waves
 from .choices import SELFTEST_HOST
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
 from .engine import Engine, EngineOptions, call_sink
@@ -105,6 +106,8 @@ class _Progress:
     journal: Journal | None = None
     run_dir: Path | None = None
     """The run directory, once reserved (transcripts of unfinished trials are found there)."""
+    announce: bool = True
+    """Announce a scenario when its last planned trial ends (adaptive runs announce it)."""
     done: dict[str, int] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     results: dict[int, TrialResult] = field(default_factory=dict)
@@ -132,24 +135,29 @@ class _Progress:
         await self._scenario_started(name)
         self.done[name] = self.done.get(name, 0) + 1
         await call_sink(self.sink, TrialFinished(name, planned.index, result))
-        if self.done[name] == self.expected(name):
-            trials = [
-                self.results[p]
-                for p in self.positions
-                if self.plan.trials[p].scenario.name == name and p in self.results
-            ]
-            await call_sink(
-                self.sink,
-                ScenarioFinished(
-                    name,
-                    scenario_result(
-                        planned.scenario,
-                        trials,
-                        fingerprint=self.fingerprints.get(name),
-                        definition=self.definitions.get(name),
-                    ),
+        if self.announce and self.done[name] == self.expected(name):
+            await self.scenario_finished(planned.scenario)
+
+    async def scenario_finished(self, scenario: Scenario) -> None:
+        """Emit ScenarioFinished with the scenario's trials so far."""
+        name = scenario.name
+        trials = [
+            self.results[p]
+            for p in self.positions
+            if self.plan.trials[p].scenario.name == name and p in self.results
+        ]
+        await call_sink(
+            self.sink,
+            ScenarioFinished(
+                name,
+                scenario_result(
+                    scenario,
+                    trials,
+                    fingerprint=self.fingerprints.get(name),
+                    definition=self.definitions.get(name),
                 ),
-            )
+            ),
+        )
 
 
 def _scenarios(
@@ -328,6 +336,50 @@ def _reusable(
     return reused
 
 
+def _adaptive_settings(options: RunOptions, trials: int) -> AdaptiveSettings:
+    """Read ``--against`` and resolve the adaptive bounds (before any trial)."""
+    assert options.against is not None
+    return load_settings(
+        options.against,
+        alpha=options.alpha,
+        margin=options.margin,
+        trials=trials,
+        min_trials=options.min_trials,
+        max_trials=options.max_trials,
+        max_cost=options.max_cost,
+    )
+
+
+async def _run_adaptive(
+    driver: AdaptiveDriver, engine: Engine, progress: _Progress, reused: Mapping[int, TrialResult]
+) -> None:
+    """Run waves until decided; reused trials stand in for their positions and sessions."""
+    plan = progress.plan
+    used = 0
+
+    async def wave(positions: list[int]) -> None:
+        nonlocal used
+        progress.positions.extend(positions)
+        again = [p for p in positions if p not in reused]
+        for position in positions:
+            if position in reused:
+                used += 1
+                await progress.trial_done(plan.trials[position], reused[position])
+        used += await engine.run(again, sessions=plan.config.max_sessions - used)
+
+    async def finished(name: str) -> None:
+        await progress.scenario_finished(next(s for s in plan.scenarios if s.name == name))
+
+    await run_waves(
+        driver,
+        plan=plan,
+        results=progress.results,
+        run_wave=wave,
+        emit=progress.emit,
+        finished=finished,
+    )
+
+
 async def execute_run(
     path: Path | str | None = None,
     options: RunOptions | None = None,
@@ -353,6 +405,12 @@ async def execute_run(
     for notice in notices:
         await call_sink(on_event, DiagnosticNotice(notice))
     config = suite.project.eval
+    budget = resolve_budget(config.budget, trials=options.trials)
+    settings = (
+        await anyio.to_thread.run_sync(_adaptive_settings, options, budget.trials)
+        if options.until_decided
+        else None
+    )
     runner_host = host if host is not None else create_host(config.host)
     await runner_host.probe()
     _check_pass_env(runner_host, options.pass_env)
@@ -365,7 +423,9 @@ async def execute_run(
         notices.append(notice)
         await call_sink(on_event, DiagnosticNotice(notice))
     assert suite.native is not None
-    plan = make_plan(selected, resolve_budget(config.budget, trials=options.trials))
+    if settings is not None:
+        budget = budget.model_copy(update={"trials": max(settings.max_trials, budget.trials)})
+    plan = make_plan(selected, budget)
     fingerprints, definitions = await anyio.to_thread.run_sync(
         _fingerprints, plan, suite, runner_host, config.model
     )
@@ -377,7 +437,12 @@ async def execute_run(
         if options.resume is not None
         else {}
     )
-    skips = budget_skips(plan, positions, reused)
+    driver = AdaptiveDriver(settings, plan.scenarios, definitions) if settings else None
+    if driver is not None:
+        for notice in driver.notices():
+            notices.append(notice)
+            await call_sink(on_event, DiagnosticNotice(notice))
+    skips = budget_skips(plan, positions, reused) if driver is None else 0
     if skips:
         await call_sink(on_event, DiagnosticNotice(_budget_warning(plan, len(positions), skips)))
     control = control or RunControl()
@@ -395,7 +460,14 @@ async def execute_run(
         shard=str(shard) if shard is not None else None,
         resumed_from=str(options.resume) if options.resume is not None else None,
     )
-    progress = _Progress(plan, positions, on_event, fingerprints, definitions)
+    progress = _Progress(
+        plan,
+        positions if driver is None else [],
+        on_event,
+        fingerprints,
+        definitions,
+        announce=driver is None,
+    )
     failure: BaseException | None = None
 
     async def on_end(run: ActiveRun) -> None:
@@ -420,6 +492,9 @@ async def execute_run(
             plan, progress, interrupted=stopped, run_dir=progress.run_dir
         ),
         on_end=on_end,
+        decorate=(lambda report: report.model_copy(update={"adaptive": driver.record(report)}))
+        if driver is not None
+        else None,
     ) as run:
         progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
         progress.run_dir = run.run_dir
@@ -468,9 +543,12 @@ async def execute_run(
                             plan.config,
                         ),
                     )
-                    for position, result in sorted(reused.items()):
-                        await progress.trial_done(plan.trials[position], result)
-                    await engine.run([p for p in positions if p not in reused])
+                    if driver is not None:
+                        await _run_adaptive(driver, engine, progress, reused)
+                    else:
+                        for position, result in sorted(reused.items()):
+                            await progress.trial_done(plan.trials[position], result)
+                        await engine.run([p for p in positions if p not in reused])
                 except Exception as exc:  # noqa: BLE001 - turned into eval-run-failed below
                     failure = exc
         finally:
