@@ -149,8 +149,9 @@ def run_options(**raw: Any) -> RunOptions:
         raw["trials"] = parse_trials(raw["trials"])
     if "shard" in raw:
         raw["shard"] = parse_shard(raw["shard"])
-    if raw.get("jobs") is None:
-        raw.pop("jobs", None)
+    for key in ("jobs", "alpha", "margin"):
+        if raw.get(key) is None:
+            raw.pop(key, None)
     for key in ("scenarios", "pass_env"):
         if raw.get(key) is None:
             raw.pop(key, None)
@@ -199,6 +200,7 @@ def adaptive_problems(options: RunOptions) -> list[Diagnostic]:
         )
         if value is not None
     ]
+    loose += [f"--{name}" for name in ("margin", "alpha") if name in options.model_fields_set]
     if loose and not options.until_decided:
         found.append(
             error(

@@ -601,6 +601,13 @@ async def run_eval(
     resume: Path | str | None = None,
     shard: str | None = None,
     last_failed: bool = False,
+    against: Path | str | None = None,
+    until_decided: bool = False,
+    min_trials: int | None = None,
+    max_trials: int | None = None,
+    max_cost: float | None = None,
+    margin: float | None = None,
+    alpha: float | None = None,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
@@ -619,6 +626,16 @@ async def run_eval(
             are reused (infra-errors never are).
         shard: ``"I/N"``: run only the I-th of N slices of the plan.
         last_failed: run only scenarios that did not fully pass in the previous report.
+        against: a baseline report (or its run directory) for ``until_decided``.
+        until_decided: run adaptively: add trials to scenarios whose comparison with
+            ``against`` is undecided until decided, ``max_trials``, the session budget
+            or ``max_cost`` (see docs/statistics.md, "Adaptive runs"). The report's
+            ``adaptive`` field holds the decision record.
+        min_trials: adaptive runs: trials at the first look (default ``trials``).
+        max_trials: adaptive runs: most trials per scenario (default 50).
+        max_cost: adaptive runs: add no wave once the host-reported cost reaches it (USD).
+        margin: adaptive runs: largest change counted as unchanged (default 0.1).
+        alpha: adaptive runs: error rate over all looks (default 0.05).
         on_event: called (sync or async) with each progress event.
 
     Raises:
@@ -637,6 +654,13 @@ async def run_eval(
         resume=Path(resume) if resume is not None else None,
         shard=shard,
         last_failed=last_failed,
+        against=Path(against) if against is not None else None,
+        until_decided=until_decided,
+        min_trials=min_trials,
+        max_trials=max_trials,
+        max_cost=max_cost,
+        margin=margin,
+        alpha=alpha,
     )
     outcome = await execute_run(path, options, host=host, on_event=on_event)
     return outcome.report
