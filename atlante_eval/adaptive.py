@@ -254,9 +254,15 @@ class AdaptiveDriver:
                 else None,
             )
         used = sum(s.trials for s in scenarios.values())
-        fixed = sum(
-            s.fixed_trials if s.fixed_trials is not None else s.trials for s in scenarios.values()
+        # One --trials count for every scenario: the most any scenario's decision needs.
+        per_scenario = max(
+            (
+                s.fixed_trials if s.fixed_trials is not None else s.trials
+                for s in scenarios.values()
+            ),
+            default=0,
         )
+        fixed = per_scenario * len(scenarios)
         agrees = all(
             s.decision == "new" or s.decision == s.compare_verdict for s in scenarios.values()
         )
@@ -271,11 +277,12 @@ class AdaptiveDriver:
             look_confidence=self.design.look_confidence,
             min_trials=self.design.looks[0],
             max_trials=self.design.looks[-1],
-            fixed_count=settings.fixed_count,
+            new_trials=settings.fixed_count,
             max_cost=settings.max_cost,
             cost=round(sum(t.cost or 0.0 for t in report.all_trials()), 6),
             scenarios=scenarios,
             trials_used=used,
+            fixed_per_scenario=per_scenario,
             fixed_trials=fixed,
             saving=fixed - used,
             compare_agrees=agrees,

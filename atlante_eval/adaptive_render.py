@@ -53,7 +53,7 @@ def summary_lines(record: AdaptiveRecord) -> list[str]:
         )
     lines.append(
         f"trials used {record.trials_used} · a fixed-count run reaching the same decisions: "
-        f"{record.fixed_trials} · saving {record.saving}"
+        f"{record.fixed_trials} (--trials {record.fixed_per_scenario}) · saving {record.saving}"
     )
     if record.max_cost is not None:
         lines.append(f"cost ${record.cost:.4f} of --max-cost ${record.max_cost:g}")

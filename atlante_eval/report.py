@@ -402,8 +402,8 @@ class AdaptiveRecord(OutputModel):
     """Trials at the first look."""
     max_trials: int
     """Most trials per scenario."""
-    fixed_count: int
-    """Trials per scenario not in BASE (``new``)."""
+    new_trials: int
+    """Trials of each scenario not in BASE (``new``): the configured count."""
     max_cost: float | None = None
     """``--max-cost`` in USD, when given."""
     cost: float
@@ -412,8 +412,11 @@ class AdaptiveRecord(OutputModel):
     """Per scenario, by name."""
     trials_used: int
     """HEAD trials that ran, over every scenario."""
+    fixed_per_scenario: int
+    """``--trials`` of the fixed-count run reaching the same decisions: the most that any
+    scenario's decision needs (its ``fixedTrials``)."""
     fixed_trials: int
-    """Trials a fixed-count run reaching the same decisions would need."""
+    """Trials of that fixed-count run: ``fixedPerScenario`` times the scenarios."""
     saving: int
     """``fixedTrials - trialsUsed``."""
     compare_agrees: bool
