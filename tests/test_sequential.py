@@ -37,7 +37,7 @@ def test_design_spends_alpha_evenly_over_the_looks() -> None:
     assert design.look_confidence == pytest.approx(0.99)
     for bad in ({"alpha": 0.0}, {"alpha": 1.0}, {"margin": 0.0}, {"looks": ()}, {"family": 0}):
         arguments = {"alpha": 0.05, "margin": 0.1, "looks": (4,), "family": 1, **bad}
-        with pytest.raises(ValueError, match="must|needs"):
+        with pytest.raises(ValueError, match=r"must|needs"):
             SequentialDesign(**arguments)  # type: ignore[arg-type]
 
 
