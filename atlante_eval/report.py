@@ -359,9 +359,9 @@ class AdaptiveLook(OutputModel):
 class AdaptiveScenario(OutputModel):
     """One scenario of an adaptive run: its baseline, looks and decision (additive)."""
 
-    baseline_passed: int | None
+    baseline_passed: int | None = None
     """BASE passes (null for a ``new`` scenario)."""
-    baseline_graded: int | None
+    baseline_graded: int | None = None
     """BASE graded trials (null for a ``new`` scenario)."""
     changed: bool | None = None
     """Set when the scenario's definition digest differs from BASE's."""
@@ -373,7 +373,7 @@ class AdaptiveScenario(OutputModel):
     """Why no more trials were added."""
     trials: int
     """HEAD trials that ran (skipped-budget ones excluded)."""
-    fixed_trials: int | None
+    fixed_trials: int | None = None
     """Trials a fixed-count run would need for the same decision (``compare``'s planning)."""
     compare_verdict: Literal["improved", "regressed", "unchanged", "inconclusive"] | None = None
     """``compare``'s one-look verdict on the final counts (null for ``new``)."""

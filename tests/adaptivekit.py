@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,16 @@ def adaptive_project(root: Path, docs: list[dict[str, Any]], **budget: Any) -> P
 
 
 def baseline(
-    path: Path, counts: dict[str, tuple[int, int]], *, run_id: str = "2026-01-01T00-00-00-base"
+    path: Path,
+    counts: dict[str, tuple[int, int]],
+    *,
+    run_id: str = "2026-01-01T00-00-00-base",
+    definitions: dict[str, str] | None = None,
 ) -> Path:
-    """Write a reference-style baseline report: per scenario ``(passed, trials)``."""
+    """Write a baseline report: per scenario ``(passed, trials)``.
+
+    Without ``definitions`` it has the reference tool's shape: no ``stats``, no digests.
+    """
     scenarios = {
         name: summarize(
             [
@@ -56,6 +64,11 @@ def baseline(
         atlante="0.1.0", host="opencode", model="unknown", model_version="unknown", config=config
     )
     report = finalize(RunReport(run_id=run_id, meta=meta, scenarios=scenarios))
+    document = json.loads(report.to_json())
+    for name, result in document["scenarios"].items():
+        result.pop("stats", None)
+        if definitions and name in definitions:
+            result["definition"] = definitions[name]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report.to_json(), encoding="utf-8")
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path
