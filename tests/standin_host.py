@@ -32,7 +32,8 @@ Actions (each a one-key object, or with extra keys as noted):
   {"chance": P, "seed": S, "then": [ACTIONS]}
                                         perform ACTIONS with probability P, drawn from a
                                         RNG seeded by S and the trial index (env
-                                        ATLANTE_STANDIN_TRIAL): fixed and reproducible
+                                        ATLANTE_STANDIN_TRIAL): fixed and reproducible;
+                                        P may be "env:NAME" (read from that variable)
 """
 
 from __future__ import annotations
@@ -138,7 +139,10 @@ def perform(action: dict[str, object]) -> int | None:
     elif "chance" in action:
         trial = os.environ.get("ATLANTE_STANDIN_TRIAL", "0")
         draw = random.Random(f"{action.get('seed', 0)}:{trial}").random()  # noqa: S311 - a test
-        if draw < float(action["chance"]):  # type: ignore[arg-type]
+        chance = str(action["chance"])
+        if chance.startswith("env:"):  # the pass rate from the environment (--pass-env)
+            chance = os.environ.get(chance[4:], "0")
+        if draw < float(chance):
             for step in action.get("then", []):  # type: ignore[attr-defined]
                 code = perform(step)
                 if code is not None:

@@ -338,3 +338,36 @@ def test_resume_of_an_interrupted_adaptive_run_reaches_the_same_decisions(tmp_pa
     assert _decisions(resumed) == _decisions(whole)
     assert any(t.reused for t in resumed.all_trials())
     assert resumed.meta.resumed_from == str(failure.report_path.parent)
+
+
+def test_a_merged_sharded_report_is_a_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BASE is this tool's merged shards; the harness (here the pass rate) changes, not the task."""
+    doc = chance_scenario("flip", 0.0)
+    doc["task"]["prompt"] = doc["task"]["prompt"].replace("0.0", '"env:STANDIN_RATE"')
+    project = adaptive_project(tmp_path / "p", [doc], maxSessions=100)
+    monkeypatch.setenv("STANDIN_RATE", "1")
+    shards = []
+    for index in (1, 2):
+        fixed = ["run", str(project), "--trials", "8", "--shard", f"{index}/2"]
+        shard = invoke(*fixed, "--pass-env", "STANDIN_RATE", "--out", str(tmp_path / "shards"))
+        assert shard.exit_code == 0, shard.stderr
+    shards = sorted((tmp_path / "shards").glob("*/report.json"))
+    merged = invoke("merge", *map(str, shards), "-o", str(tmp_path / "base.json"))
+    assert merged.exit_code == 0, merged.stderr
+    monkeypatch.setenv("STANDIN_RATE", "0")
+    result = invoke(
+        *adaptive_args(project, tmp_path / "base.json", "--min-trials", "3", "--max-trials", "9"),
+        "--pass-env",
+        "STANDIN_RATE",
+    )
+    assert result.exit_code == 1, result.stderr
+    assert "adaptive-scenario-changed" not in result.stderr
+    record = published(project).adaptive
+    assert record is not None
+    flip = record.scenarios["flip"]
+    assert (flip.baseline_passed, flip.baseline_graded) == (8, 8)
+    assert (flip.decision, flip.stopped) == ("regressed", "decided")
+    assert flip.trials < 9
+    assert flip.changed is None
