@@ -360,6 +360,7 @@ async def _run_adaptive(
     async def wave(positions: list[int]) -> None:
         nonlocal used
         progress.positions.extend(positions)
+        progress.started.clear()  # each wave's trials are announced under their scenario
         again = [p for p in positions if p not in reused]
         for position in positions:
             if position in reused:
