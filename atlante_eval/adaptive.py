@@ -20,6 +20,7 @@ from pathlib import Path
 from .compare import compare_reports, fixed_trials
 from .diagnostics import Diagnostic, warning
 from .events import DiagnosticNotice, ProgressEvent, ScenarioLooked
+from .logs import get_logger
 from .plan import Plan
 from .report import (
     AdaptiveDecision,
@@ -36,6 +37,8 @@ from .scenarios import Scenario
 from .sequential import SequentialDesign, assess, look_schedule
 
 __all__ = ["AdaptiveDriver", "AdaptiveSettings", "load_settings", "run_waves"]
+
+log = get_logger("atlante_eval.adaptive")
 
 #: Most trials per scenario an adaptive run adds when ``--max-trials`` is not given.
 DEFAULT_MAX_TRIALS = 50
@@ -287,6 +290,18 @@ class AdaptiveDriver:
             saving=fixed - used,
             compare_agrees=agrees,
         )
+
+    def decorate(self, report: RunReport) -> RunReport:
+        """Add the decision record to the report about to be published.
+
+        A record that cannot be built leaves the report without it (and is logged):
+        the trials are never lost for want of their summary.
+        """
+        try:
+            return report.model_copy(update={"adaptive": self.record(report)})
+        except Exception:  # publishing the trials matters more than their record
+            log.exception("adaptive.record_failed")
+            return report
 
     def _fixed(self, track: _Track, ran: int) -> int | None:
         """Trials a fixed-count run needs for the same decision (``ran`` when none is claimed)."""

@@ -493,9 +493,7 @@ async def execute_run(
             plan, progress, interrupted=stopped, run_dir=progress.run_dir
         ),
         on_end=on_end,
-        decorate=(lambda report: report.model_copy(update={"adaptive": driver.record(report)}))
-        if driver is not None
-        else None,
+        decorate=driver.decorate if driver is not None else None,
     ) as run:
         progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
         progress.run_dir = run.run_dir

@@ -371,3 +371,22 @@ def test_a_merged_sharded_report_is_a_baseline(
     assert (flip.decision, flip.stopped) == ("regressed", "decided")
     assert flip.trials < 9
     assert flip.changed is None
+
+
+def test_a_failing_decision_record_never_costs_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the record cannot be built, the trials are still published (without it)."""
+    from atlante_eval.adaptive import AdaptiveDriver
+
+    def broken(self: AdaptiveDriver, report: RunReport) -> None:
+        raise RuntimeError("record bug")
+
+    monkeypatch.setattr(AdaptiveDriver, "record", broken)
+    project = adaptive_project(tmp_path / "p", [chance_scenario("flip", 0.0)], maxSessions=100)
+    base = baseline(tmp_path / "base.json", {"flip": (6, 6)})
+    result = invoke(*adaptive_args(project, base, "--min-trials", "2", "--max-trials", "3"))
+    assert result.exit_code == 1, result.stderr
+    report = published(project)
+    assert report.adaptive is None
+    assert indices(report, "flip") == [0, 1, 2]
