@@ -118,8 +118,10 @@ class AdaptiveDriver:
         for scenario in scenarios:
             old = baseline.get(scenario.name)
             stats = statistics_of(old) if old is not None else None
+            graded = stats is not None and stats.graded > 0
             self.tracks[scenario.name] = _Track(
-                base=(stats.passed, stats.graded) if stats is not None and stats.graded else None,
+                base=(stats.passed, stats.graded) if stats is not None and graded else None,
+                decision="inconclusive" if graded else "new",
                 changed=bool(
                     old is not None
                     and old.definition
@@ -348,10 +350,17 @@ async def run_waves(
             for index in range(done.get(name, 0), target)
         )
         await run_wave(positions)
+        before = dict(done)
         done.update(wave)
         skipped = any(results[p].verdict == "skipped-budget" for p in positions if p in results)
         looks = {
+            # A scenario none of whose wave trials ran has nothing new to look at.
             name: driver.observe(name, [results[where[(name, i)]] for i in range(done[name])])
+            if any(
+                results[where[(name, i)]].verdict != "skipped-budget"
+                for i in range(before.get(name, 0), done[name])
+            )
+            else None
             for name in wave
         }
         limit = driver.settings.max_cost

@@ -390,3 +390,28 @@ def test_a_failing_decision_record_never_costs_the_report(
     report = published(project)
     assert report.adaptive is None
     assert indices(report, "flip") == [0, 1, 2]
+
+
+def test_a_wave_the_budget_skips_entirely_takes_no_look(tmp_path: Path) -> None:
+    """maxSessions 2: the new scenario never runs (new, max-sessions) and no empty look is taken."""
+    project = adaptive_project(
+        tmp_path / "p",
+        [chance_scenario("a-coin", 0.5), chance_scenario("b-fresh", 1.0)],
+        maxSessions=2,
+    )
+    base = baseline(tmp_path / "base.json", {"a-coin": (10, 20)})
+    result = invoke(*adaptive_args(project, base, "--min-trials", "2", "--max-trials", "6"))
+    assert result.exit_code == 1, result.stderr
+    report = published(project)
+    record = report.adaptive
+    assert record is not None
+    fresh, coin = record.scenarios["b-fresh"], record.scenarios["a-coin"]
+    assert (fresh.decision, fresh.stopped, fresh.trials, fresh.looks) == (
+        "new",
+        "max-sessions",
+        0,
+        [],
+    )
+    assert [t.verdict for t in report.scenarios["b-fresh"].trials] == ["skipped-budget"] * 2
+    assert [look.trials for look in coin.looks] == [2]
+    assert coin.stopped == "max-sessions"
