@@ -16,12 +16,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from .compare import compare_reports, fixed_trials
 from .diagnostics import Diagnostic, warning
+from .engine import Engine
 from .events import DiagnosticNotice, ProgressEvent, ScenarioLooked
 from .logs import get_logger
-from .plan import Plan
+from .options import RunOptions
+from .plan import Plan, PlannedTrial
 from .report import (
     AdaptiveDecision,
     AdaptiveLook,
@@ -36,7 +39,15 @@ from .results import statistics_of
 from .scenarios import Scenario
 from .sequential import SequentialDesign, assess, look_schedule
 
-__all__ = ["AdaptiveDriver", "AdaptiveSettings", "load_settings", "run_waves"]
+__all__ = [
+    "AdaptiveDriver",
+    "AdaptiveSettings",
+    "WaveProgress",
+    "load_settings",
+    "run_adaptive",
+    "run_waves",
+    "settings_from_options",
+]
 
 log = get_logger("atlante_eval.adaptive")
 
@@ -86,6 +97,20 @@ def load_settings(
         max_trials=highest,
         fixed_count=trials,
         max_cost=max_cost,
+    )
+
+
+def settings_from_options(options: RunOptions, trials: int) -> AdaptiveSettings:
+    """Read ``--against`` and resolve the adaptive bounds of ``options`` (before any trial)."""
+    assert options.against is not None
+    return load_settings(
+        options.against,
+        alpha=options.alpha,
+        margin=options.margin,
+        trials=trials,
+        min_trials=options.min_trials,
+        max_trials=options.max_trials,
+        max_cost=options.max_cost,
     )
 
 
@@ -386,4 +411,61 @@ def _cost_unknown(limit: float) -> Diagnostic:
         "adaptive-cost-unknown",
         f"--max-cost {limit:g} cannot be enforced: the host reported no cost for any trial",
         next="use maxSessions (eval.budget) to bound the run, or a host that reports cost",
+    )
+
+
+class WaveProgress(Protocol):
+    """What :func:`run_adaptive` needs of the run's progress recorder."""
+
+    plan: Plan
+    positions: list[int]
+    started: set[str]
+    results: dict[int, TrialResult]
+
+    async def emit(self, event: ProgressEvent) -> None:
+        """Forward a progress event."""
+
+    async def trial_done(self, planned: PlannedTrial, result: TrialResult) -> None:
+        """Record a finished trial."""
+
+    async def scenario_finished(self, scenario: Scenario) -> None:
+        """Announce that a scenario stopped."""
+
+
+async def run_adaptive(
+    driver: AdaptiveDriver,
+    engine: Engine,
+    progress: WaveProgress,
+    reused: Mapping[int, TrialResult],
+) -> None:
+    """Run waves until decided; reused trials (``--resume``) stand in for their positions.
+
+    Each wave shares what is left of ``maxSessions``; a reused trial counts as the
+    session it took in the run it comes from, so a resumed run spends the budget
+    as the interrupted one did.
+    """
+    plan = progress.plan
+    used = 0
+
+    async def wave(positions: list[int]) -> None:
+        nonlocal used
+        progress.positions.extend(positions)
+        progress.started.clear()  # each wave's trials are announced under their scenario
+        again = [p for p in positions if p not in reused]
+        for position in positions:
+            if position in reused:
+                used += 1
+                await progress.trial_done(plan.trials[position], reused[position])
+        used += await engine.run(again, sessions=plan.config.max_sessions - used)
+
+    async def finished(name: str) -> None:
+        await progress.scenario_finished(next(s for s in plan.scenarios if s.name == name))
+
+    await run_waves(
+        driver,
+        plan=plan,
+        results=progress.results,
+        run_wave=wave,
+        emit=progress.emit,
+        finished=finished,
     )

@@ -14,7 +14,7 @@ import anyio
 import structlog
 
 from ._version import __version__
-from .adaptive import AdaptiveDriver, AdaptiveSettings, load_settings, run_waves
+from .adaptive import AdaptiveDriver, run_adaptive, settings_from_options
 from .choices import SELFTEST_HOST
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
 from .engine import Engine, EngineOptions, call_sink
@@ -336,51 +336,6 @@ def _reusable(
     return reused
 
 
-def _adaptive_settings(options: RunOptions, trials: int) -> AdaptiveSettings:
-    """Read ``--against`` and resolve the adaptive bounds (before any trial)."""
-    assert options.against is not None
-    return load_settings(
-        options.against,
-        alpha=options.alpha,
-        margin=options.margin,
-        trials=trials,
-        min_trials=options.min_trials,
-        max_trials=options.max_trials,
-        max_cost=options.max_cost,
-    )
-
-
-async def _run_adaptive(
-    driver: AdaptiveDriver, engine: Engine, progress: _Progress, reused: Mapping[int, TrialResult]
-) -> None:
-    """Run waves until decided; reused trials stand in for their positions and sessions."""
-    plan = progress.plan
-    used = 0
-
-    async def wave(positions: list[int]) -> None:
-        nonlocal used
-        progress.positions.extend(positions)
-        progress.started.clear()  # each wave's trials are announced under their scenario
-        again = [p for p in positions if p not in reused]
-        for position in positions:
-            if position in reused:
-                used += 1
-                await progress.trial_done(plan.trials[position], reused[position])
-        used += await engine.run(again, sessions=plan.config.max_sessions - used)
-
-    async def finished(name: str) -> None:
-        await progress.scenario_finished(next(s for s in plan.scenarios if s.name == name))
-
-    await run_waves(
-        driver,
-        plan=plan,
-        results=progress.results,
-        run_wave=wave,
-        emit=progress.emit,
-        finished=finished,
-    )
-
-
 async def execute_run(
     path: Path | str | None = None,
     options: RunOptions | None = None,
@@ -408,7 +363,7 @@ async def execute_run(
     config = suite.project.eval
     budget = resolve_budget(config.budget, trials=options.trials)
     settings = (
-        await anyio.to_thread.run_sync(_adaptive_settings, options, budget.trials)
+        await anyio.to_thread.run_sync(settings_from_options, options, budget.trials)
         if options.until_decided
         else None
     )
@@ -543,7 +498,7 @@ async def execute_run(
                         ),
                     )
                     if driver is not None:
-                        await _run_adaptive(driver, engine, progress, reused)
+                        await run_adaptive(driver, engine, progress, reused)
                     else:
                         for position, result in sorted(reused.items()):
                             await progress.trial_done(plan.trials[position], result)
