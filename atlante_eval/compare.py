@@ -43,6 +43,7 @@ __all__ = [
     "RunInfo",
     "Side",
     "compare_reports",
+    "fixed_trials",
     "gate_fails",
 ]
 
@@ -188,6 +189,8 @@ _WARNING_NEXT = {
     "compare-scenario-changed": "a changed scenario measures something else; rerun BASE on it",
     "compare-partial-report": "rerun (or resume) the interrupted run before trusting the result",
     "compare-shard-report": "merge the shards with `atlante-eval merge` and compare the result",
+    "compare-adaptive-differs": "trust the adaptive run's decisions (report.json adaptive); "
+    "see docs/statistics.md, 'compare after an adaptive run'",
 }
 
 
@@ -281,7 +284,7 @@ def compare_reports(
         added={name: _side(head.scenarios[name], confidence) for name in added},
         removed={name: _side(base.scenarios[name], confidence) for name in removed},
         counts=counts,
-        warnings=_warnings(base, head, common),
+        warnings=_warnings(base, head, common) + _adaptive_note(base, head, scenarios),
     )
 
 
@@ -398,8 +401,60 @@ def _trials_needed(
     """
     if not base.graded or not head.graded:
         return None
+    return _planned(
+        comparison,
+        alpha=alpha,
+        change_alpha=change_alpha,
+        margin=margin,
+        change=abs(comparison.difference) >= margin,
+        start=max(base.graded, head.graded) + 1,
+    )
+
+
+def fixed_trials(
+    base_passed: int,
+    base_graded: int,
+    passed: int,
+    graded: int,
+    *,
+    change: bool,
+    alpha: float = DEFAULT_ALPHA,
+    margin: float = DEFAULT_MARGIN,
+    family: int = 1,
+) -> int | None:
+    """Graded trials per side a fixed-count run needs to reach a decision at these rates.
+
+    The planning of ``trialsNeeded`` for a change (``change``: improved or regressed,
+    at ``alpha / family``) or for ruling one out (unchanged, at ``alpha``), floored at
+    the smallest count from 1 at which the observed rates meet the interval part of
+    the rule. An adaptive run reports it as the fixed-count run that would reach the
+    same decisions. None when a side has no graded trial, or past the search cap.
+    """
+    if not base_graded or not graded:
+        return None
+    comparison = compare_proportions(base_passed, base_graded, passed, graded)
+    return _planned(
+        comparison,
+        alpha=alpha,
+        change_alpha=alpha / family if family > 1 else alpha,
+        margin=margin,
+        change=change,
+        start=1,
+    )
+
+
+def _planned(
+    comparison: ProportionComparison,
+    *,
+    alpha: float,
+    change_alpha: float,
+    margin: float,
+    change: bool,
+    start: int,
+) -> int | None:
     p1, p2 = comparison.rate1, comparison.rate2
-    change = abs(comparison.difference) >= margin
+    if change and p1 == p2:
+        return None
     if change:
         planned = trials_needed(p1, p2, alpha=change_alpha, power=PLANNING_POWER)
     else:
@@ -413,7 +468,7 @@ def _trials_needed(
         )
         return (low > 0.0 or high < 0.0) if change else (-margin < low and high < margin)
 
-    floor = _smallest(decides, start=max(base.graded, head.graded) + 1)
+    floor = _smallest(decides, start=start)
     return max(planned or 0, floor) if floor is not None else planned
 
 
@@ -528,3 +583,32 @@ def _show(value: object) -> str:
     return (
         "(not recorded)" if value is None else repr(value) if isinstance(value, str) else str(value)
     )
+
+
+def _adaptive_note(
+    base: RunReport, head: RunReport, scenarios: dict[str, Comparison]
+) -> list[CompareWarning]:
+    """Explain where ``compare`` differs from an adaptive HEAD run's own decisions on BASE."""
+    record = head.adaptive
+    if record is None or record.baseline_run_id != base.run_id:
+        return []
+    differing = [
+        f"{name} (run: {record.scenarios[name].decision}, compare: {comparison.verdict})"
+        for name, comparison in scenarios.items()
+        if name in record.scenarios
+        and record.scenarios[name].decision != "new"
+        and record.scenarios[name].decision != comparison.verdict
+    ]
+    if not differing:
+        return []
+    return [
+        CompareWarning(
+            code="compare-adaptive-differs",
+            message=f"HEAD is an adaptive run against this BASE that judged each of its "
+            f"{len(record.looks)} planned looks at alpha/{len(record.looks)}; compare judges "
+            "the final counts as a single look, which is not valid after optional stopping, "
+            "and differs on " + ", ".join(differing),
+            base=None,
+            head=None,
+        )
+    ]

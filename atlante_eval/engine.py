@@ -174,20 +174,32 @@ class Engine:
     _skeleton: Path | None = field(default=None, init=False, repr=False)
     """An empty repository copied into each sandbox instead of ``git init``."""
 
-    async def run(self, positions: list[int] | None = None) -> None:
-        """Run the trials at ``positions`` (default: all); each result goes to ``on_trial``."""
+    async def run(self, positions: list[int] | None = None, *, sessions: int | None = None) -> int:
+        """Run the trials at ``positions`` (default: all); each result goes to ``on_trial``.
+
+        By default the whole plan shares ``maxSessions`` in plan order, and positions
+        not run here (other shards, reused trials) count as having taken a session.
+        With ``sessions`` (an adaptive run's wave), only ``positions`` share that many
+        sessions, in plan order. Returns the sessions the trials run here took.
+        """
         wanted = positions if positions is not None else [t.position for t in self.plan.trials]
-        ledger = _SessionLedger(
-            len(self.plan.trials),
-            self.plan.config.max_sessions,
-            {
+        preset: dict[int, bool]
+        if sessions is None:
+            preset = {
                 **self.preset_sessions,
                 **{
                     p: True
                     for p in range(len(self.plan.trials))
                     if p not in wanted and p not in self.preset_sessions
                 },
-            },
+            }
+        else:
+            chosen = set(wanted)
+            preset = {p: False for p in range(len(self.plan.trials)) if p not in chosen}
+        ledger = _SessionLedger(
+            len(self.plan.trials),
+            self.plan.config.max_sessions if sessions is None else max(0, sessions),
+            preset,
         )
         self._skeleton = await make_skeleton(self.run_root)
         slots = _Slots(max(1, self.options.jobs))
@@ -207,6 +219,7 @@ class Engine:
                     previous[position],
                     turns[position],
                 )
+        return sum(1 for position in wanted if ledger.took[position] is True)
 
     async def _trial_task(
         self,

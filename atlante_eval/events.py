@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .diagnostics import Diagnostic
-from .report import MetaConfig, ScenarioResult, TrialResult
+from .report import AdaptiveLook, AdaptiveStop, MetaConfig, ScenarioResult, TrialResult
 
 __all__ = [
     "DiagnosticNotice",
@@ -17,6 +17,7 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "ScenarioFinished",
+    "ScenarioLooked",
     "ScenarioStarted",
     "TrialFinished",
     "TrialStarted",
@@ -75,6 +76,19 @@ class ScenarioFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ScenarioLooked:
+    """An adaptive run judged a scenario against its baseline after a wave."""
+
+    scenario: str
+    look: AdaptiveLook
+    """The statistic at this look."""
+    base_rate: float
+    """BASE pass rate."""
+    stopped: AdaptiveStop | None
+    """Why the scenario gets no more trials, or None when it continues."""
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     """Every trial is accounted for (or the run was interrupted)."""
 
@@ -89,5 +103,6 @@ ProgressEvent = (
     | TrialStarted
     | TrialFinished
     | ScenarioFinished
+    | ScenarioLooked
     | RunFinished
 )

@@ -87,6 +87,7 @@ async def run_lifecycle(
     results: ScenarioResults,
     partial: bool = True,
     on_end: EndHook | None = None,
+    decorate: Callable[[RunReport], RunReport] | None = None,
 ) -> AsyncIterator[ActiveRun]:
     """Reserve a run directory and a run root; publish the run's report on the way out.
 
@@ -99,6 +100,8 @@ async def run_lifecycle(
         partial: when the body raises (or is cancelled), still publish the report
             with what finished (``True``), or discard the empty run directory.
         on_end: called after publishing, shielded, also on cancellation.
+        decorate: adds to the finalized report before it is published (e.g. an
+            adaptive run's decision record), also on cancellation.
 
     Raises:
         DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
@@ -141,29 +144,36 @@ async def run_lifecycle(
                         remove_tree(run.run_dir / TRIALS_DIR)
                         run.run_dir.rmdir()
                 else:
-                    ended = meta.model_copy(
-                        update={
-                            "ended_at": utc_timestamp(),
-                            "wall_time_ms": int((time.monotonic() - started) * 1000),
-                            "run_root": str(run.run_root) if keep else None,
-                            "interrupted": True if run.stopped else None,
-                            "cleanup_failures": [
-                                CleanupFailure(path=f.path, reason=f.reason, count=f.count)
-                                for f in run.cleanup_failures
-                            ]
-                            or None,
-                        }
-                    )
+                    ended = _ended(meta, run, started=started, keep=keep)
                     run.report = finalize(
                         RunReport(
                             run_id=run.run_id, meta=ended, scenarios=dict(results(run.stopped))
                         )
                     )
+                    if decorate is not None:
+                        run.report = decorate(run.report)
                     run.report_path = run.publish(REPORT_FILE, run.report.to_json().encode("utf-8"))
                     if on_end is not None:
                         await on_end(run)
             finally:
                 files.close()
+
+
+def _ended(meta: Meta, run: ActiveRun, *, started: float, keep: bool) -> Meta:
+    """``meta`` completed with what is known once the run is over."""
+    return meta.model_copy(
+        update={
+            "ended_at": utc_timestamp(),
+            "wall_time_ms": int((time.monotonic() - started) * 1000),
+            "run_root": str(run.run_root) if keep else None,
+            "interrupted": True if run.stopped else None,
+            "cleanup_failures": [
+                CleanupFailure(path=f.path, reason=f.reason, count=f.count)
+                for f in run.cleanup_failures
+            ]
+            or None,
+        }
+    )
 
 
 def cleanup_warning(failures: Sequence[RemovalFailure]) -> Diagnostic | None:

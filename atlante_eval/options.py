@@ -9,11 +9,19 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .choices import DEFAULT_JOBS
+from .choices import DEFAULT_ALPHA, DEFAULT_JOBS, DEFAULT_MARGIN
 from .diagnostics import Diagnostic, DiagnosticError, error
 from .plan import parse_trials
 
-__all__ = ["DEFAULT_JOBS", "MAX_RETRY_INFRA", "RunOptions", "Shard", "parse_shard", "run_options"]
+__all__ = [
+    "DEFAULT_JOBS",
+    "MAX_RETRY_INFRA",
+    "RunOptions",
+    "Shard",
+    "adaptive_problems",
+    "parse_shard",
+    "run_options",
+]
 
 #: Most retries ``--retry-infra`` allows per trial.
 MAX_RETRY_INFRA = 10
@@ -62,6 +70,20 @@ class RunOptions(BaseModel):
     """Run only this slice of the plan."""
     last_failed: bool = False
     """Run only the scenarios that did not fully pass in the previous report."""
+    against: Path | None = None
+    """BASE report (or its run directory) an adaptive run compares with."""
+    until_decided: bool = False
+    """Add trials to undecided scenarios until the comparison with ``against`` is decided."""
+    min_trials: Annotated[int, Field(ge=1, le=50)] | None = None
+    """Trials per scenario at the first look (default: the configured trials)."""
+    max_trials: Annotated[int, Field(ge=1, le=50)] | None = None
+    """Most trials per scenario in an adaptive run (default 50)."""
+    max_cost: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    """Stop adding waves once the host-reported cost reaches this many USD."""
+    alpha: Annotated[float, Field(gt=0, lt=1)] = DEFAULT_ALPHA
+    """Adaptive runs: error rate over all looks."""
+    margin: Annotated[float, Field(gt=0, le=1)] = DEFAULT_MARGIN
+    """Adaptive runs: largest change counted as unchanged."""
 
 
 def parse_shard(raw: str | Shard | None) -> Shard | None:
@@ -127,8 +149,9 @@ def run_options(**raw: Any) -> RunOptions:
         raw["trials"] = parse_trials(raw["trials"])
     if "shard" in raw:
         raw["shard"] = parse_shard(raw["shard"])
-    if raw.get("jobs") is None:
-        raw.pop("jobs", None)
+    for key in ("jobs", "alpha", "margin"):
+        if raw.get(key) is None:
+            raw.pop(key, None)
     for key in ("scenarios", "pass_env"):
         if raw.get(key) is None:
             raw.pop(key, None)
@@ -138,11 +161,74 @@ def run_options(**raw: Any) -> RunOptions:
     if problems:
         raise DiagnosticError(problems)
     try:
-        return RunOptions(**raw)
+        options = RunOptions(**raw)
     except ValidationError as exc:
         raise DiagnosticError(
             [_option_error(detail) for detail in exc.errors(include_url=False)]
         ) from None
+    problems = adaptive_problems(options)
+    if problems:
+        raise DiagnosticError(problems)
+    return options
+
+
+def adaptive_problems(options: RunOptions) -> list[Diagnostic]:
+    """The ``invalid-option`` errors of the adaptive options' combinations (exit 2)."""
+    found: list[Diagnostic] = []
+    if options.until_decided and options.against is None:
+        found.append(
+            error(
+                "invalid-option",
+                "--until-decided needs --against BASELINE_REPORT: the report to compare with",
+                next="add --against PATH (a report.json or its run directory)",
+            )
+        )
+    if options.against is not None and not options.until_decided:
+        found.append(
+            error(
+                "invalid-option",
+                "--against is only used by adaptive runs: add --until-decided",
+                next="add --until-decided, or run and then `atlante-eval compare BASE HEAD`",
+            )
+        )
+    loose = [
+        flag
+        for flag, value in (
+            ("--min-trials", options.min_trials),
+            ("--max-trials", options.max_trials),
+            ("--max-cost", options.max_cost),
+        )
+        if value is not None
+    ]
+    loose += [f"--{name}" for name in ("margin", "alpha") if name in options.model_fields_set]
+    if loose and not options.until_decided:
+        found.append(
+            error(
+                "invalid-option",
+                f"{', '.join(loose)} only apply to adaptive runs (--until-decided)",
+                next="add --until-decided --against BASELINE_REPORT, or drop the option",
+            )
+        )
+    low, high = options.min_trials or options.trials, options.max_trials
+    if options.until_decided and low is not None and high is not None and low > high:
+        found.append(
+            error(
+                "invalid-option",
+                f"the first look ({low} trials) is above --max-trials {high}",
+                next="lower --min-trials (or --trials) or raise --max-trials",
+            )
+        )
+    if options.until_decided and options.shard is not None:
+        found.append(
+            error(
+                "invalid-option",
+                "--until-decided cannot be combined with --shard: an adaptive run decides "
+                "how many trials each scenario gets as it goes, so its plan cannot be "
+                "sliced in advance",
+                next="run the adaptive run unsharded, or split it by --scenario",
+            )
+        )
+    return found
 
 
 #: The command-line flag of each option field, for messages in the option's own terms.
@@ -157,12 +243,21 @@ OPTION_FLAGS: dict[str, str] = {
     "resume": "--resume",
     "shard": "--shard",
     "last_failed": "--last-failed",
+    "against": "--against",
+    "until_decided": "--until-decided",
+    "min_trials": "--min-trials",
+    "max_trials": "--max-trials",
+    "max_cost": "--max-cost",
+    "alpha": "--alpha",
+    "margin": "--margin",
 }
 
 
 #: Integer bounds of the numeric options (``None``: unbounded).
 _BOUNDS: dict[str, tuple[int, int | None]] = {
     "trials": (1, 50),
+    "min_trials": (1, 50),
+    "max_trials": (1, 50),
     "jobs": (1, None),
     "retry_infra": (0, MAX_RETRY_INFRA),
 }

@@ -32,6 +32,7 @@ from .events import (
     RunFinished,
     RunStarted,
     ScenarioFinished,
+    ScenarioLooked,
     ScenarioStarted,
     TrialFinished,
     TrialStarted,
@@ -185,6 +186,10 @@ class ProgressPrinter:
                 self._line(f"{event.scenario}: no trials executed")
             else:
                 self._line(f"{event.scenario}: {passed}/{executed} trials passed")
+        elif isinstance(event, ScenarioLooked):
+            from .adaptive_render import look_line
+
+            self._line(look_line(event))
         elif isinstance(event, RunFinished) and self._live is not None:
             self._live.refresh()
 
@@ -242,6 +247,11 @@ def render_summary(report: RunReport, report_path: Path, *, color: bool) -> str:
         lines.append(f"trials {totals.trials} · {counts}")
         if totals.tokens or totals.cost:
             lines.append(f"tokens {totals.tokens} · cost ${totals.cost:.4f}")
+    if report.adaptive is not None:
+        from .adaptive_render import summary_lines
+
+        lines.append("")
+        lines.extend(summary_lines(report.adaptive))
     if meta.run_root:
         lines.append("")
         lines.append(f"sandboxes kept in {printable(meta.run_root)}")

@@ -19,6 +19,11 @@ __all__ = [
     "REPORT_FILE",
     "REPORT_FORMAT_VERSION",
     "Activity",
+    "AdaptiveDecision",
+    "AdaptiveLook",
+    "AdaptiveRecord",
+    "AdaptiveScenario",
+    "AdaptiveStop",
     "CheckResult",
     "CheckVerdict",
     "Meta",
@@ -322,6 +327,102 @@ class CleanupFailure(OutputModel):
     """How many entries could not be removed."""
 
 
+#: A scenario's decision in an adaptive run: ``compare``'s verdicts, or ``new`` (not in BASE).
+AdaptiveDecision = Literal["improved", "regressed", "unchanged", "inconclusive", "new"]
+#: Why an adaptive run stopped adding trials to a scenario.
+AdaptiveStop = Literal[
+    "decided", "max-trials", "max-sessions", "max-cost", "fixed-count", "interrupted"
+]
+
+
+class AdaptiveLook(OutputModel):
+    """The statistic at one look of an adaptive run (additive)."""
+
+    trials: int
+    """HEAD trials run when the look was taken (a planned look)."""
+    passed: int
+    """HEAD passes so far."""
+    graded: int
+    """HEAD graded trials so far (the denominator)."""
+    difference: float
+    """HEAD pass rate minus BASE pass rate."""
+    interval: tuple[float, float]
+    """Newcombe interval of the difference at the look confidence (``lookConfidence``)."""
+    p_value: float
+    """Two-sided Fisher exact p-value of this look."""
+    adjusted_p: float
+    """``pValue`` times the planned looks and the family size, capped at 1."""
+    verdict: Literal["improved", "regressed", "unchanged", "inconclusive"]
+    """The verdict rule at this look."""
+
+
+class AdaptiveScenario(OutputModel):
+    """One scenario of an adaptive run: its baseline, looks and decision (additive)."""
+
+    baseline_passed: int | None = None
+    """BASE passes (null for a ``new`` scenario)."""
+    baseline_graded: int | None = None
+    """BASE graded trials (null for a ``new`` scenario)."""
+    changed: bool | None = None
+    """Set when the scenario's definition digest differs from BASE's."""
+    looks: list[AdaptiveLook]
+    """Every look taken, in order."""
+    decision: AdaptiveDecision
+    """The decision when the scenario stopped."""
+    stopped: AdaptiveStop
+    """Why no more trials were added."""
+    trials: int
+    """HEAD trials that ran (skipped-budget ones excluded)."""
+    fixed_trials: int | None = None
+    """Trials a fixed-count run would need for the same decision (``compare``'s planning)."""
+    compare_verdict: Literal["improved", "regressed", "unchanged", "inconclusive"] | None = None
+    """``compare``'s one-look verdict on the final counts (null for ``new``)."""
+
+
+class AdaptiveRecord(OutputModel):
+    """The decision record of ``run --until-decided`` (additive; see docs/report.md)."""
+
+    method: Literal["bonferroni-looks"]
+    """Group-sequential design: alpha spent evenly over the planned looks."""
+    baseline: str
+    """The BASE report that was read."""
+    baseline_run_id: str
+    """BASE's run id."""
+    alpha: float
+    """Error rate over all looks (changes: over the family too)."""
+    margin: float
+    """Largest change (0-1 scale) counted as unchanged."""
+    family_size: int
+    """Tests sharing alpha for changes (as ``compare`` counts them)."""
+    looks: list[int]
+    """Planned looks: HEAD trial counts, first to ``maxTrials``."""
+    look_confidence: float
+    """Confidence of each look's interval: ``1 - alpha / len(looks)``."""
+    min_trials: int
+    """Trials at the first look."""
+    max_trials: int
+    """Most trials per scenario."""
+    new_trials: int
+    """Trials of each scenario not in BASE (``new``): the configured count."""
+    max_cost: float | None = None
+    """``--max-cost`` in USD, when given."""
+    cost: float
+    """Host-reported cost of the run's trials (USD)."""
+    scenarios: dict[str, AdaptiveScenario]
+    """Per scenario, by name."""
+    trials_used: int
+    """HEAD trials that ran, over every scenario."""
+    fixed_per_scenario: int
+    """``--trials`` of the fixed-count run reaching the same decisions: the most that any
+    scenario's decision needs (its ``fixedTrials``)."""
+    fixed_trials: int
+    """Trials of that fixed-count run: ``fixedPerScenario`` times the scenarios."""
+    saving: int
+    """``fixedTrials - trialsUsed``."""
+    compare_agrees: bool
+    """Whether ``compare`` on the final counts makes every decision the run made."""
+
+
 class Meta(OutputModel):
     """Run metadata."""
 
@@ -376,6 +477,8 @@ class RunReport(OutputModel):
     """Run metadata."""
     scenarios: dict[str, ScenarioResult] = Field(default_factory=dict)
     """Per-scenario results, keyed by name in sorted order."""
+    adaptive: AdaptiveRecord | None = None
+    """The decision record of an adaptive run (``--until-decided``; additive)."""
 
     def to_json(self) -> str:
         """Serialise as the report file: 2-space JSON with a trailing newline."""

@@ -14,6 +14,7 @@ import anyio
 import structlog
 
 from ._version import __version__
+from .adaptive import AdaptiveDriver, run_adaptive, settings_from_options
 from .choices import SELFTEST_HOST
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
 from .engine import Engine, EngineOptions, call_sink
@@ -106,6 +107,8 @@ class _Progress:
     journal: Journal | None = None
     run_files: RunFiles | None = None
     """The run directory, once reserved (transcripts of unfinished trials are found there)."""
+    announce: bool = True
+    """Announce a scenario when its last planned trial ends (adaptive runs announce it)."""
     done: dict[str, int] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     results: dict[int, TrialResult] = field(default_factory=dict)
@@ -133,24 +136,29 @@ class _Progress:
         await self._scenario_started(name)
         self.done[name] = self.done.get(name, 0) + 1
         await call_sink(self.sink, TrialFinished(name, planned.index, result))
-        if self.done[name] == self.expected(name):
-            trials = [
-                self.results[p]
-                for p in self.positions
-                if self.plan.trials[p].scenario.name == name and p in self.results
-            ]
-            await call_sink(
-                self.sink,
-                ScenarioFinished(
-                    name,
-                    scenario_result(
-                        planned.scenario,
-                        trials,
-                        fingerprint=self.fingerprints.get(name),
-                        definition=self.definitions.get(name),
-                    ),
+        if self.announce and self.done[name] == self.expected(name):
+            await self.scenario_finished(planned.scenario)
+
+    async def scenario_finished(self, scenario: Scenario) -> None:
+        """Emit ScenarioFinished with the scenario's trials so far."""
+        name = scenario.name
+        trials = [
+            self.results[p]
+            for p in self.positions
+            if self.plan.trials[p].scenario.name == name and p in self.results
+        ]
+        await call_sink(
+            self.sink,
+            ScenarioFinished(
+                name,
+                scenario_result(
+                    scenario,
+                    trials,
+                    fingerprint=self.fingerprints.get(name),
+                    definition=self.definitions.get(name),
                 ),
-            )
+            ),
+        )
 
 
 def _scenarios(
@@ -354,6 +362,12 @@ async def execute_run(
     for notice in notices:
         await call_sink(on_event, DiagnosticNotice(notice))
     config = suite.project.eval
+    budget = resolve_budget(config.budget, trials=options.trials)
+    settings = (
+        await anyio.to_thread.run_sync(settings_from_options, options, budget.trials)
+        if options.until_decided
+        else None
+    )
     runner_host = host if host is not None else create_host(config.host)
     await runner_host.probe()
     _check_pass_env(runner_host, options.pass_env)
@@ -366,7 +380,9 @@ async def execute_run(
         notices.append(notice)
         await call_sink(on_event, DiagnosticNotice(notice))
     assert suite.native is not None
-    plan = make_plan(selected, resolve_budget(config.budget, trials=options.trials))
+    if settings is not None:
+        budget = budget.model_copy(update={"trials": max(settings.max_trials, budget.trials)})
+    plan = make_plan(selected, budget)
     fingerprints, definitions = await anyio.to_thread.run_sync(
         _fingerprints, plan, suite, runner_host, config.model
     )
@@ -378,7 +394,12 @@ async def execute_run(
         if options.resume is not None
         else {}
     )
-    skips = budget_skips(plan, positions, reused)
+    driver = AdaptiveDriver(settings, plan.scenarios, definitions) if settings else None
+    if driver is not None:
+        for notice in driver.notices():
+            notices.append(notice)
+            await call_sink(on_event, DiagnosticNotice(notice))
+    skips = budget_skips(plan, positions, reused) if driver is None else 0
     if skips:
         await call_sink(on_event, DiagnosticNotice(_budget_warning(plan, len(positions), skips)))
     control = control or RunControl()
@@ -396,7 +417,14 @@ async def execute_run(
         shard=str(shard) if shard is not None else None,
         resumed_from=str(options.resume) if options.resume is not None else None,
     )
-    progress = _Progress(plan, positions, on_event, fingerprints, definitions)
+    progress = _Progress(
+        plan,
+        positions if driver is None else [],
+        on_event,
+        fingerprints,
+        definitions,
+        announce=driver is None,
+    )
     failure: BaseException | None = None
 
     async def on_end(run: ActiveRun) -> None:
@@ -421,6 +449,7 @@ async def execute_run(
             plan, progress, interrupted=stopped, run_files=progress.run_files
         ),
         on_end=on_end,
+        decorate=driver.decorate if driver is not None else None,
     ) as run:
         progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
         progress.run_files = run.files
@@ -469,9 +498,12 @@ async def execute_run(
                             plan.config,
                         ),
                     )
-                    for position, result in sorted(reused.items()):
-                        await progress.trial_done(plan.trials[position], result)
-                    await engine.run([p for p in positions if p not in reused])
+                    if driver is not None:
+                        await run_adaptive(driver, engine, progress, reused)
+                    else:
+                        for position, result in sorted(reused.items()):
+                            await progress.trial_done(plan.trials[position], result)
+                        await engine.run([p for p in positions if p not in reused])
                 except Exception as exc:  # noqa: BLE001 - turned into eval-run-failed below
                     failure = exc
         finally:
@@ -524,6 +556,13 @@ async def run_eval(
     resume: Path | str | None = None,
     shard: str | None = None,
     last_failed: bool = False,
+    against: Path | str | None = None,
+    until_decided: bool = False,
+    min_trials: int | None = None,
+    max_trials: int | None = None,
+    max_cost: float | None = None,
+    margin: float | None = None,
+    alpha: float | None = None,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
@@ -542,6 +581,16 @@ async def run_eval(
             are reused (infra-errors never are).
         shard: ``"I/N"``: run only the I-th of N slices of the plan.
         last_failed: run only scenarios that did not fully pass in the previous report.
+        against: a baseline report (or its run directory) for ``until_decided``.
+        until_decided: run adaptively: add trials to scenarios whose comparison with
+            ``against`` is undecided until decided, ``max_trials``, the session budget
+            or ``max_cost`` (see docs/statistics.md, "Adaptive runs"). The report's
+            ``adaptive`` field holds the decision record.
+        min_trials: adaptive runs: trials at the first look (default ``trials``).
+        max_trials: adaptive runs: most trials per scenario (default 50).
+        max_cost: adaptive runs: add no wave once the host-reported cost reaches it (USD).
+        margin: adaptive runs: largest change counted as unchanged (default 0.1).
+        alpha: adaptive runs: error rate over all looks (default 0.05).
         on_event: called (sync or async) with each progress event.
 
     Raises:
@@ -560,6 +609,13 @@ async def run_eval(
         resume=Path(resume) if resume is not None else None,
         shard=shard,
         last_failed=last_failed,
+        against=Path(against) if against is not None else None,
+        until_decided=until_decided,
+        min_trials=min_trials,
+        max_trials=max_trials,
+        max_cost=max_cost,
+        margin=margin,
+        alpha=alpha,
     )
     outcome = await execute_run(path, options, host=host, on_event=on_event)
     return outcome.report

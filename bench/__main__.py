@@ -4,6 +4,7 @@ Usage, from the repository root::
 
     python -m bench            # every benchmark
     python -m bench validate   # only bench_validate.py
+    python -m bench sequential # adaptive runs' error rates and trials (docs/statistics.md)
 """
 
 from __future__ import annotations

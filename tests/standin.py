@@ -51,7 +51,11 @@ class StandinHost:
         self.sessions += 1
         home = context.state_dir / "home"
         home.mkdir(parents=True, exist_ok=True)
-        env = {**allowed_env(extra=context.pass_env), "HOME": str(home)}
+        env = {
+            **allowed_env(extra=context.pass_env),
+            "HOME": str(home),
+            "ATLANTE_STANDIN_TRIAL": str(context.trial),
+        }
         total = 0
         cost = 0.0
 

@@ -29,12 +29,18 @@ Actions (each a one-key object, or with extra keys as noted):
   {"signal": "SIGKILL"}                 kill itself with a signal
   {"env_dump": PATH}                    write the environment as JSON to PATH
   {"exit": CODE}                        exit now with CODE
+  {"chance": P, "seed": S, "then": [ACTIONS]}
+                                        perform ACTIONS with probability P, drawn from a
+                                        RNG seeded by S and the trial index (env
+                                        ATLANTE_STANDIN_TRIAL): fixed and reproducible;
+                                        P may be "env:NAME" (read from that variable)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -130,6 +136,17 @@ def perform(action: dict[str, object]) -> int | None:
         time.sleep(5)
     elif "env_dump" in action:
         Path(str(action["env_dump"])).write_text(json.dumps(dict(os.environ)), encoding="utf-8")
+    elif "chance" in action:
+        trial = os.environ.get("ATLANTE_STANDIN_TRIAL", "0")
+        draw = random.Random(f"{action.get('seed', 0)}:{trial}").random()  # noqa: S311 - a test
+        chance = str(action["chance"])
+        if chance.startswith("env:"):  # the pass rate from the environment (--pass-env)
+            chance = os.environ.get(chance[4:], "0")
+        if draw < float(chance):
+            for step in action.get("then", []):  # type: ignore[attr-defined]
+                code = perform(step)
+                if code is not None:
+                    return code
     elif "exit" in action:
         sys.stdout.flush()
         return int(action["exit"])  # type: ignore[call-overload]

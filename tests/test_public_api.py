@@ -23,6 +23,7 @@ EXPECTED = {
     "RunReport",
     "RunStarted",
     "ScenarioFinished",
+    "ScenarioLooked",
     "ScenarioResult",
     "ScenarioStarted",
     "SessionEnd",

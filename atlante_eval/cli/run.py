@@ -14,6 +14,9 @@ from ..choices import LogFormat
 from ..terminal import use_color
 from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
 
+#: Most trials per scenario (``--max-trials``, ``--min-trials``), as for ``--trials``.
+_MOST_TRIALS = 50
+
 if TYPE_CHECKING:
     import anyio
 
@@ -100,6 +103,68 @@ def run(
         bool,
         typer.Option("--last-failed", help="Run only scenarios that did not fully pass last time."),
     ] = False,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            "--against",
+            metavar="BASELINE_REPORT",
+            help="Adaptive runs: the baseline report (or run directory) to compare with.",
+            show_default=False,
+        ),
+    ] = None,
+    until_decided: Annotated[
+        bool,
+        typer.Option(
+            "--until-decided",
+            help="Add trials to undecided scenarios until the comparison with --against is "
+            "decided (improved, regressed, or unchanged within --margin).",
+        ),
+    ] = False,
+    min_trials: Annotated[
+        str | None,
+        typer.Option(
+            "--min-trials",
+            metavar="N",
+            help="Adaptive runs: trials per scenario at the first look (default: --trials).",
+            show_default=False,
+        ),
+    ] = None,
+    max_trials: Annotated[
+        str | None,
+        typer.Option(
+            "--max-trials",
+            metavar="N",
+            help="Adaptive runs: most trials per scenario (1-50, default 50).",
+            show_default=False,
+        ),
+    ] = None,
+    max_cost: Annotated[
+        str | None,
+        typer.Option(
+            "--max-cost",
+            metavar="USD",
+            help="Adaptive runs: add no wave once the host-reported cost reaches USD.",
+            show_default=False,
+        ),
+    ] = None,
+    margin: Annotated[
+        str | None,
+        typer.Option(
+            "--margin",
+            metavar="M",
+            help="Adaptive runs: largest change counted as unchanged (default 0.1).",
+            show_default=False,
+        ),
+    ] = None,
+    alpha: Annotated[
+        str | None,
+        typer.Option(
+            "--alpha",
+            metavar="A",
+            help="Adaptive runs: error rate over all looks (default 0.05).",
+            show_default=False,
+        ),
+    ] = None,
     junit: Annotated[
         Path | None,
         typer.Option(
@@ -143,6 +208,13 @@ def run(
             resume=resume,
             shard=shard,
             last_failed=last_failed,
+            against=against,
+            until_decided=until_decided,
+            min_trials=trial_count("--min-trials", min_trials),
+            max_trials=trial_count("--max-trials", max_trials),
+            max_cost=fraction("--max-cost", max_cost, high=None),
+            margin=fraction("--margin", margin, high=1.0),
+            alpha=fraction("--alpha", alpha, high=1.0, closed=False),
         )
         check_output_paths({"--junit": junit}, {"--out": out})
         return anyio.run(_run_async, path, options, as_json, junit)
@@ -237,3 +309,44 @@ async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
                 err=True,
             )
             control.interrupt()
+
+
+def trial_count(flag: str, raw: str | None) -> int | None:
+    """Parse ``--min-trials``/``--max-trials``: an integer from 1 to 50."""
+    from ..diagnostics import DiagnosticError, error
+
+    value = positive_int(flag, raw)
+    if value is not None and value > _MOST_TRIALS:
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"{flag} must be an integer from 1 to {_MOST_TRIALS}, got {raw}",
+                    expected=f"an integer from 1 to {_MOST_TRIALS}",
+                )
+            ]
+        )
+    return value
+
+
+def fraction(
+    flag: str, raw: str | None, *, high: float | None, closed: bool = True
+) -> float | None:
+    """Parse a positive number option (``--margin``, ``--alpha``, ``--max-cost``)."""
+    import math
+
+    from ..diagnostics import DiagnosticError, error
+
+    if raw is None:
+        return None
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = math.nan
+    above = high is not None and (value > high if closed else value >= high)
+    if not math.isfinite(value) or value <= 0 or above:
+        bound = "" if high is None else f" and {'at most' if closed else 'below'} {high:g}"
+        raise DiagnosticError(
+            [error("invalid-option", f"{flag} must be a number above 0{bound}, got {raw}")]
+        )
+    return value
