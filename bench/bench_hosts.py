@@ -43,10 +43,10 @@ from typing import Any
 
 import anyio
 
-from atlante_eval.hosts.base import Host
+from atlante_eval.hosts.base import Host, TrialContext
 from atlante_eval.hosts.claude_code import CLAUDE_DEFAULT_ENV, ClaudeCodeHost, claude_settings
 from atlante_eval.hosts.opencode import OPENCODE_DEFAULT_ENV, OpenCodeHost
-from atlante_eval.hosts.opencode_config import build_config
+from atlante_eval.hosts.opencode_config import CONFIG_CANDIDATES, build_config
 from atlante_eval.runner import run_eval
 
 from .hostmeter import install_meter, read_records
@@ -63,7 +63,7 @@ from tests.realhost.hostrun import (  # noqa: E402
     proxy_trap_env,
     trust_workspace,
 )
-from tests.realhost.hosts import locate_hosts  # noqa: E402
+from tests.realhost.hosts import HostsUnavailableError, locate_hosts  # noqa: E402
 from tests.realhost.mock_model import (  # noqa: E402
     MockModelServer,
     RequestRecord,
@@ -117,6 +117,57 @@ class BeforeOpenCode(OpenCodeHost):
 
     quiet_config = False
     default_env: Mapping[str, str] = BEFORE_OPENCODE_ENV
+
+
+class BeforeOpenCodePlusWatcherOff(BeforeOpenCode):
+    """Before, plus only the file-watcher switch."""
+
+    default_env: Mapping[str, str] = {
+        **BEFORE_OPENCODE_ENV,
+        "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1",
+    }
+
+
+class _OneConfigKey(BeforeOpenCode):
+    """Before, plus one key of the quiet configuration (set by subclasses)."""
+
+    quiet_config = True
+    keep: str = ""
+
+    def prepare(self, context: TrialContext) -> None:
+        """Write today's configuration, then drop the quiet keys but ``keep``."""
+        super().prepare(context)
+        path = next(
+            context.sandbox / rel
+            for rel in CONFIG_CANDIDATES
+            if (context.sandbox / rel).is_file() and not (context.sandbox / rel).is_symlink()
+        )
+        config = json.loads(path.read_text(encoding="utf-8"))
+        if self.keep != "snapshot":
+            config.pop("snapshot", None)
+        if self.keep != "title":
+            config["agent"].pop("title", None)
+        path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+class BeforeOpenCodePlusTitleOff(_OneConfigKey):
+    """Before, plus only ``agent.title.disable``."""
+
+    keep = "title"
+
+
+class BeforeOpenCodePlusSnapshotOff(_OneConfigKey):
+    """Before, plus only ``snapshot: false``."""
+
+    keep = "snapshot"
+
+
+#: One-switch profiles, measured at --jobs 1 against ``before``.
+ABLATIONS: Mapping[str, type[Host]] = {
+    "before + title off": BeforeOpenCodePlusTitleOff,
+    "before + snapshot off": BeforeOpenCodePlusSnapshotOff,
+    "before + watcher off": BeforeOpenCodePlusWatcherOff,
+}
 
 
 class BeforeClaude(ClaudeCodeHost):
@@ -235,7 +286,8 @@ def measure_run(
     with MockModelServer(scripts()) as mock:
         variables, pass_env = _host_environment(host, mock, work)
         with _environ(variables):
-            instance = PROFILES[host][profile](str(wrapper))  # type: ignore[call-arg]
+            factory = {**PROFILES[host], **ABLATIONS}[profile]
+            instance = factory(str(wrapper))  # type: ignore[call-arg]
             started = time.perf_counter()
             report = anyio.run(
                 lambda: run_eval(
@@ -390,7 +442,11 @@ def versions(real_bin: Path) -> dict[str, str]:
 
 def main() -> None:
     """Measure both hosts in both profiles at --jobs 1 and 2; print the figures and ratios."""
-    real_bin = Path(os.environ.get("ATLANTE_EVAL_HOST_BIN_DIR") or locate_hosts())
+    try:
+        real_bin = Path(os.environ.get("ATLANTE_EVAL_HOST_BIN_DIR") or locate_hosts())
+    except HostsUnavailableError as exc:
+        print(f"skipped: the real hosts are unavailable ({exc})")
+        return
     hosts = os.environ.get("BENCH_HOSTS", "opencode,claude-code").split(",")
     tmp = Path(tempfile.mkdtemp(prefix="atlante-bench-hosts-"))
     results: dict[str, Any] = {"machine": versions(real_bin), "trials_per_run": TRIALS}
@@ -407,6 +463,15 @@ def main() -> None:
                     print(key, json.dumps(results[key]), flush=True)
                 before = results[f"{host} before --jobs {jobs}"]
                 after = results[f"{host} after --jobs {jobs}"]
+                if jobs == 1 and host == "opencode":
+                    for name in ABLATIONS:
+                        trials, wall = measure_run(host, name, jobs, real_bin, tmp)
+                        one = summarize(trials, wall)
+                        results[f"{host} {name} --jobs 1"] = one
+                        print(f"{host} {name} --jobs 1", json.dumps(one), flush=True)
+                        results[f"{host} {name}: before/this CPU"] = round(
+                            before["host_cpu_s"] / max(one["host_cpu_s"], 1e-9), 2
+                        )
                 if jobs == 1:
                     bare = results[f"{host} bare (no engine)"]
                     results[f"{host} engine after / bare host CPU"] = round(
