@@ -19,11 +19,12 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from rich.console import Console
-from rich.live import Live
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported only when a live status line or its text is drawn
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
 
 from .causes import check_failures, no_graded_note, trial_cause, verdict_counts
 from .events import (
@@ -109,6 +110,9 @@ class ProgressPrinter:
 
     def __enter__(self) -> ProgressPrinter:
         if self.live_enabled:
+            from rich.console import Console
+            from rich.live import Live
+
             self._console = Console(file=self.stream, highlight=False, soft_wrap=True)
             # Redirecting sys.stderr makes every other writer to it (logs, notices) print
             # above the status line instead of through it. stdout stays untouched: it
@@ -133,6 +137,8 @@ class ProgressPrinter:
     def _line(self, text: str) -> None:
         text = printable(text, multiline=True)
         if self._console is not None:
+            from rich.text import Text
+
             self._console.print(Text(text, style="bright_black"))
         else:
             rendered = f"{_GREY}{text}{_RESET}" if self.color else text
@@ -143,6 +149,8 @@ class ProgressPrinter:
 
     def status(self) -> Text:
         """The status line: totals, what runs, verdicts so far and the elapsed time."""
+        from rich.text import Text
+
         elapsed = int(time.monotonic() - self.started)
         clock = f"{elapsed // 60}:{elapsed % 60:02d}"
         if self.total is None:

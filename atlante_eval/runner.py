@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-import structlog
 
 from ._version import __version__
 from .adaptive import AdaptiveDriver, run_adaptive, settings_from_options
@@ -32,7 +31,7 @@ from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
 from .hosts import Host, HostError, create_host
 from .journal import Journal, read_journal
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
-from .logs import get_logger
+from .logs import bind_context, get_logger, unbind_context
 from .options import DEFAULT_JOBS, RunOptions, run_options
 from .plan import Plan, PlannedTrial, budget_skips, make_plan, resolve_budget
 from .preflight import model_diagnostics
@@ -438,7 +437,7 @@ async def execute_run(
             await call_sink(on_event, RunFinished(run.run_id, run.stopped))
         except Exception as exc:  # noqa: BLE001 - the report is out; still an eval-run-failed
             failure = failure or exc
-        structlog.contextvars.unbind_contextvars("run_id", "host")
+        unbind_context("run_id", "host")
 
     async with run_lifecycle(
         project_root=suite.project.root,
@@ -461,7 +460,7 @@ async def execute_run(
                 run.files,
                 [(plan.trials[p].scenario.name, plan.trials[p].index) for p in sorted(reused)],
             )
-        structlog.contextvars.bind_contextvars(run_id=run.run_id, host=runner_host.name)
+        bind_context(run_id=run.run_id, host=runner_host.name)
         log.info("run.start", trials=len(positions), reused=len(reused), jobs=options.jobs)
         engine = Engine(
             plan=plan,

@@ -122,11 +122,13 @@ def test_v1_config_is_fresh_and_carries_the_policy(tmp_path: Path) -> None:
     trial = Trial(tmp_path, agent="reviewer")
     trial.prepare()
     config = trial.config()
-    assert list(config) == ["$schema", "default_agent", "permission", "agent"]
+    assert list(config) == ["$schema", "default_agent", "snapshot", "permission", "agent"]
     assert config["$schema"] == "https://opencode.ai/config.json"
     assert config["default_agent"] == "build"
+    assert config["snapshot"] is False
     assert config["permission"] == v1_policy()
-    assert list(config["agent"]) == ["build", "reviewer"]
+    assert list(config["agent"]) == ["build", "reviewer", "title"]
+    assert config["agent"].pop("title") == {"disable": True}
     assert all(block == {"permission": v1_policy()} for block in config["agent"].values())
     assert config["permission"]["question"] == "deny"
     assert list(config["permission"]["bash"]) == ["*", "rm -rf *", "rm -fr *", "sudo *"]
@@ -466,3 +468,34 @@ def test_update_stub_changes_behaviour(tmp_path: Path) -> None:
     update_stub(trial.stub, exit=5)
     end, _usage, _call = trial.run()
     assert end.error == "opencode run exited 5: no stderr output"
+
+
+def test_quiet_config_switches_off_only_work_outside_the_task() -> None:
+    """V1 quiet: the title agent is disabled and snapshots are off; the policy is unchanged."""
+    loud = build_config("v1", ["reviewer"])
+    quiet = build_config("v1", ["reviewer"], quiet=True)
+    assert "snapshot" not in loud
+    assert "title" not in loud["agent"]
+    assert quiet["snapshot"] is False
+    assert quiet["agent"]["title"] == {"disable": True}
+    assert quiet["permission"] == loud["permission"]
+    assert {k: v for k, v in quiet["agent"].items() if k != "title"} == loud["agent"]
+
+
+def test_quiet_config_never_disables_an_agent_the_trial_uses() -> None:
+    """A scenario or native agent named ``title`` keeps its policy block and is not disabled."""
+    config = build_config("v1", ["title"], quiet=True)
+    assert config["agent"]["title"] == {"permission": v1_policy()}
+
+
+def test_quiet_config_adds_nothing_to_v2() -> None:
+    """V2 has no title/snapshot keys measured here: its configuration is unchanged."""
+    assert build_config("v2", ["reviewer"], quiet=True) == build_config("v2", ["reviewer"])
+
+
+def test_session_env_switches_off_the_file_watcher(tmp_path: Path) -> None:
+    """Every session gets the watcher switch next to the existing traffic switches."""
+    trial = Trial(tmp_path)
+    env = trial.host.session_env(trial.context)
+    assert env["OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER"] == "1"
+    assert env["OPENCODE_DISABLE_AUTOUPDATE"] == "1"

@@ -74,6 +74,7 @@ OPENCODE_DEFAULT_ENV: Mapping[str, str] = {
     "OPENCODE_DISABLE_AUTOUPDATE": "1",
     "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
     "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1",
     "npm_config_registry": "http://127.0.0.1:9/",
 }
 
@@ -106,6 +107,11 @@ class OpenCodeHost(CliHost):
 
     name = "opencode"
     ignored_changes: Sequence[str] = OPENCODE_IGNORED_CHANGES
+    #: Whether the generated configuration switches off work outside the task
+    #: (the title model call, session snapshots; see docs/hosts.md).
+    quiet_config: bool = True
+    #: Host defaults of every session (see :data:`OPENCODE_DEFAULT_ENV`).
+    default_env: Mapping[str, str] = OPENCODE_DEFAULT_ENV
 
     def __init__(self, binary: str = "opencode", *, env: Mapping[str, str] | None = None) -> None:
         """Create an unprobed host (``binary`` looked up on PATH; ``env`` for tests)."""
@@ -203,7 +209,9 @@ class OpenCodeHost(CliHost):
         self.check_pass_env(context.pass_env)
         self._copy_credentials(context.state_dir, dialect)
         agents = [context.agent] if context.agent else []
-        config = build_config(dialect, [*agents, *context.native.agent_ids])
+        config = build_config(
+            dialect, [*agents, *context.native.agent_ids], quiet=self.quiet_config
+        )
         try:
             write_config(context.sandbox, target, config)
         except ConfigError as exc:
@@ -265,7 +273,7 @@ class OpenCodeHost(CliHost):
             isolation["OPENCODE_DB"] = str(context.state_dir / "data" / "opencode" / "opencode.db")
         return session_env(
             isolation=isolation,
-            defaults=OPENCODE_DEFAULT_ENV,
+            defaults=self.default_env,
             pass_env=[n for n in context.pass_env if n not in OPENCODE_REFUSED_PASS_ENV],
             drop=("OPENCODE_DB",) if dialect == "v1" else (),
             base=self._parent_env(),

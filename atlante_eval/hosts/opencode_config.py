@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_CONFIG_PATH",
     "DIALECTS",
     "INLINE_CONFIG_KEYS",
+    "QUIET_DISABLED_AGENTS",
     "ConfigError",
     "Dialect",
     "DialectKeys",
@@ -52,6 +53,9 @@ INLINE_CONFIG_KEYS = frozenset(
      "disabled_providers"}
 )  # fmt: skip
 _SCHEMA_URL = "https://opencode.ai/config.json"
+#: Built-in OpenCode agents a quiet configuration switches off: ``title`` makes one
+#: model call per session to name it, which the task never asked for.
+QUIET_DISABLED_AGENTS = ("title",)
 
 
 class ConfigError(Exception):
@@ -148,11 +152,14 @@ def check_fixture_configs(sandbox: Path, target: str) -> None:
             )
 
 
-def build_config(dialect: Dialect, agents: Iterable[str]) -> dict[str, Any]:
+def build_config(dialect: Dialect, agents: Iterable[str], *, quiet: bool = False) -> dict[str, Any]:
     """Return the sandbox configuration: default agent ``build``, one policy for all agents.
 
-    Agent ids are stored as own keys of a plain dict, so any id (even ``__proto__``)
-    is safe.
+    With ``quiet`` (V1 only: V2 has no such keys), host work outside the task is
+    switched off: the built-in agents of :data:`QUIET_DISABLED_AGENTS` (unless the
+    trial uses that id itself) and session snapshots (a private git repository
+    OpenCode updates at every step, for undo). Agent ids are stored as own keys of
+    a plain dict, so any id (even ``__proto__``) is safe.
     """
     keys = DIALECTS[dialect]
     policy: Any = v1_policy() if dialect == "v1" else v2_policy()
@@ -161,9 +168,15 @@ def build_config(dialect: Dialect, agents: Iterable[str]) -> dict[str, Any]:
         if agent not in agent_blocks:
             copy = v1_policy() if dialect == "v1" else v2_policy()
             agent_blocks[agent] = {keys.permissions: copy}
+    extra: dict[str, Any] = {}
+    if quiet and dialect == "v1":
+        for helper in QUIET_DISABLED_AGENTS:
+            agent_blocks.setdefault(helper, {"disable": True})
+        extra["snapshot"] = False
     return {
         "$schema": _SCHEMA_URL,
         "default_agent": "build",
+        **extra,
         keys.permissions: policy,
         keys.agents: agent_blocks,
     }

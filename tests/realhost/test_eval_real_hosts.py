@@ -351,6 +351,23 @@ def test_no_traffic_leaves_and_only_models_are_called(host_run: HostRun) -> None
         assert record.model == "mock-model"
 
 
+def test_no_model_call_beyond_the_task(host_run: HostRun) -> None:
+    """No title call (issue 17); the only other call is OpenCode compacting the 900k-token trial.
+
+    The ``big`` trial reports 900k tokens against a 128k context, so OpenCode's
+    automatic compaction (part of how its agent works, kept on) may summarise it.
+    """
+    assert host_run.requests
+    assert not [r for r in host_run.requests if "Generate a title" in r.prompt]
+    for record in host_run.requests:
+        if record.kind != "main":
+            assert host_run.host == "opencode", record
+            assert "[script:big]" in record.prompt, record
+            assert "compact" in json.dumps(record.body), record
+    pair = host_run.pair.scenarios["pair"].trials
+    assert len(host_run.requests_for("pair")) == 3 * len(pair)
+
+
 def test_stray_file_fails_the_diff_allowlist(host_run: HostRun) -> None:
     """An out-of-scope file makes diff-allowlist fail with it as the unexpected path."""
     trial = host_run.trial("stray")
