@@ -13,6 +13,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -92,6 +94,8 @@ class Recorded:
     host: str
     report: RunReport
     run_dir: Path
+    project: Path
+    pass_env: list[str]
 
     def trial(self, name: str) -> TrialResult:
         [trial] = self.report.scenarios[name].trials
@@ -142,7 +146,9 @@ def recorded(
         assert leftovers(marker) == []
         [run_dir] = [p for p in out.iterdir() if (p / "report.json").exists()]
         (tmp_path_factory.getbasetemp() / f"{host}-run").write_text(str(run_dir))
-        yield Recorded(host=host, report=report, run_dir=run_dir)
+        yield Recorded(
+            host=host, report=report, run_dir=run_dir, project=project, pass_env=pass_env
+        )
 
 
 def _calls(entries: list[TranscriptEntry]) -> list[ToolCallEntry]:
@@ -296,3 +302,21 @@ def test_no_credential_is_stored(recorded: Recorded) -> None:
         if path.is_file():
             data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
             assert b"test-key" not in data, path
+
+
+def test_the_api_error_is_the_cause_on_the_terminal(recorded: Recorded, tmp_path: Path) -> None:
+    """``atlante-eval run`` names the API error on the trial's progress line and in the summary."""
+    cli = shutil.which("atlante-eval")
+    assert cli is not None
+    argv = [cli, "run", str(recorded.project), "--scenario", "err", "--jobs", "1"]
+    argv += ["--out", str(tmp_path)]
+    for name in recorded.pass_env:
+        argv += ["--pass-env", name]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stderr
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("trial 0: infra-error")]
+    assert " — " in line
+    assert "mock says no" in line.split(" — ", 1)[1]
+    assert "err: no graded trials (1 infra-error)" in done.stdout
+    [summary] = [x for x in done.stdout.splitlines() if x.strip().startswith("infra-error 1/1:")]
+    assert "mock says no" in summary
