@@ -8,14 +8,23 @@ from pathlib import Path
 import pytest
 
 from atlante_eval import process as process_module
+from atlante_eval.fstree import OPEN_DIRS
 from bench.bench_load import load_run, soak
 
 #: Trials and concurrency of the reduced load run (the benchmark runs 500 at 32).
 TRIALS = 150
 JOBS = 32
-#: Descriptors a trial may hold at once: three pipes and a pidfd per process, for a
-#: session and for a trial assembling ahead, plus the interpreter's own.
-FD_BOUND = 2 * JOBS * 4 + 64
+#: Three pipes and a pidfd: what one running subprocess holds.
+PROCESS_FDS = 4
+#: A session: its host process, plus its transcript, raw stream and trial directory.
+SESSION_FDS = PROCESS_FDS + 3
+#: A trial assembling ahead: one git process at a time.
+ASSEMBLY_FDS = PROCESS_FDS
+#: A trial being graded: a check or git process, plus the tree walk's directory
+#: descriptors (at most ``fstree.OPEN_DIRS`` open at once).
+GRADING_FDS = PROCESS_FDS + OPEN_DIRS
+#: Up to ``JOBS`` of each at once, plus the interpreter's own.
+FD_BOUND = JOBS * (SESSION_FDS + ASSEMBLY_FDS + GRADING_FDS) + 64
 
 
 @pytest.mark.slow
