@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
+import anyio.abc
 
 from .checks import CheckContext, ignore_matcher, run_checks
 from .events import ProgressEvent, TrialStarted
@@ -173,6 +174,8 @@ class Engine:
     """Trial directories that could not be removed (the run goes on)."""
     _skeleton: Path | None = field(default=None, init=False, repr=False)
     """An empty repository copied into each sandbox instead of ``git init``."""
+    _group: anyio.abc.TaskGroup | None = field(default=None, init=False, repr=False)
+    """The task group of the running trials."""
 
     async def run(self, positions: list[int] | None = None, *, sessions: int | None = None) -> int:
         """Run the trials at ``positions`` (default: all); each result goes to ``on_trial``.
@@ -210,6 +213,7 @@ class Engine:
             previous[position] = last
             last = turns[position]
         async with anyio.create_task_group() as group:
+            self._group = group
             for position in wanted:
                 group.start_soon(
                     self._trial_task,
@@ -247,6 +251,12 @@ class Engine:
                 else:
                     result = TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
                 await self._finish(planned, result)
+            except Exception:
+                # A failing hook ends the run: stop every other trial now, before this
+                # one's cleanup lets the next take the freed slot.
+                if self._group is not None:
+                    self._group.cancel_scope.cancel()
+                raise
             finally:
                 ticket.release()
                 my_turn.set()

@@ -154,8 +154,11 @@ def marked_processes(marker: str) -> list[int]:
     return found
 
 
-def leftovers(marker: str, wait_s: float = 3.0) -> list[int]:
-    """Wait up to ``wait_s`` for marked processes to disappear; return those that stay."""
+def leftovers(marker: str, wait_s: float = 30.0) -> list[int]:
+    """Wait up to ``wait_s`` for marked processes to disappear; return those that stay.
+
+    ``wait_s`` is a hang guard for a loaded machine, not a speed bound.
+    """
     deadline = time.monotonic() + wait_s
     while (pids := marked_processes(marker)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -395,7 +398,7 @@ def test_model_latency_times_out(host_run: HostRun) -> None:
     timeout = SLOW_TIMEOUT_MS[host_run.host]
     assert trial.verdict == "timeout", trial.error
     assert trial.error == f"trial exceeded {timeout}ms"
-    assert timeout <= trial.duration_ms < timeout + 10_000
+    assert timeout <= trial.duration_ms < 120_000  # ended before the delayed answer came
     assert host_run.requests_for("slow")
 
 
