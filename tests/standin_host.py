@@ -149,7 +149,7 @@ def perform(action: dict[str, object]) -> int | None:
                     return code
     elif "exit" in action:
         sys.stdout.flush()
-        return int(action["exit"])  # type: ignore[call-overload]
+        return int(str(action["exit"]))
     return None
 
 

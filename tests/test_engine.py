@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 from enginekit import InstantHost, make_scenario, native_outputs, plan_of
-from factory import make_project, scenario
+from factory import CheckDoc, make_project, scenario
 from standin import StandinHost, actions
 
 from atlante_eval import process as process_module
@@ -120,7 +120,7 @@ async def test_pass_records_usage_checks_diff_and_changes(tmp_path: Path) -> Non
 @pytest.mark.anyio
 async def test_failing_check_is_a_fail_and_every_check_still_runs(tmp_path: Path) -> None:
     """A false assertion fails the trial; later checks still run and are recorded."""
-    checks = [
+    checks: list[CheckDoc] = [
         {"type": "file-exists", "path": "missing.txt"},
         {"type": "command", "run": ["atlante-no-such-command"]},
         {"type": "file-contains", "path": "x.txt", "pattern": "done"},

@@ -10,6 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import make_project, scenario
+from stubcli import env_of, sessions, write_stub
 from typer.testing import CliRunner
 
 from atlante_eval.cli import app
@@ -17,8 +19,6 @@ from atlante_eval.hosts.base import HostError, SessionEnd, SessionUsage, TrialCo
 from atlante_eval.hosts.claude_code import ClaudeCodeHost, claude_settings
 from atlante_eval.sandbox import copy_fixture, write_native_outputs
 from atlante_eval.suite import load_suite
-from tests.factory import make_project, scenario
-from tests.realhost.stubcli import env_of, sessions, write_stub
 
 ASSISTANT = {
     "type": "assistant",
@@ -65,7 +65,7 @@ class Trial:
             "HOME": str(tmp_path / "realhome"),
             **(parent if parent is not None else {"ANTHROPIC_API_KEY": "sk-ant"}),
         }
-        extra = {"agent": agent} if agent else {}
+        extra: dict[str, Any] = {"agent": agent} if agent else {}
         project = make_project(
             tmp_path / "project",
             host="claude-code",

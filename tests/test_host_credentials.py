@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from stubcli import build_v2_database, rows
 
 from atlante_eval.hosts.credentials import (
     CredentialsError,
@@ -16,7 +17,6 @@ from atlante_eval.hosts.credentials import (
     copy_v2_database,
     opencode_data_dir,
 )
-from tests.realhost.stubcli import build_v2_database, rows
 
 
 def schema_names(path: Path) -> set[str]:

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -36,6 +37,16 @@ ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 def anyio_backend() -> str:
     """Run these tests on asyncio unless a test parametrizes the backend."""
     return "asyncio"
+
+
+def _collector(lines: list[str]) -> Callable[[str], bool]:
+    """An ``on_line`` that keeps every line and never aborts."""
+
+    def on_line(line: str) -> bool:
+        lines.append(line)
+        return False
+
+    return on_line
 
 
 async def _py(
@@ -243,7 +254,7 @@ async def test_lines_split_across_reads_are_delivered_whole(tmp_path: Path) -> N
         "sys.stdout.write(' half\\n\\n   \\n' + 'a' * 200000 + '\\nend'); sys.stdout.flush()\n"
     )
     lines: list[str] = []
-    await _py(code, tmp_path, on_line=lambda line: bool(lines.append(line)))
+    await _py(code, tmp_path, on_line=_collector(lines))
     assert lines == ["first half", "a" * 200000, "end"]
 
 
@@ -256,7 +267,7 @@ async def test_invalid_utf8_is_replaced_not_fatal(tmp_path: Path) -> None:
         "sys.stderr.buffer.write(b'bad \\xc3\\n')\n"
     )
     lines: list[str] = []
-    result = await _py(code, tmp_path, on_line=lambda line: bool(lines.append(line)))
+    result = await _py(code, tmp_path, on_line=_collector(lines))
     assert result.returncode == 0
     assert lines == ["ok \ufffd\ufffd"]
     assert result.stdout == "ok \ufffd\ufffd\n"

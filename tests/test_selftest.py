@@ -13,19 +13,19 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import CheckDoc, make_project, scenario, write_json, write_text
 from typer.testing import CliRunner, Result
 
 from atlante_eval.cli import app
 from atlante_eval.diagnostics import CODES, Diagnostic, DiagnosticError
 from atlante_eval.report import RunReport
 from atlante_eval.selftest import SELFTEST_HOST, SelftestOutcome, run_selftest
-from tests.factory import make_project, scenario, write_json, write_text
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "examples" / "quickstart"
 PY = sys.executable
 
-WRITES_OUT = [
+WRITES_OUT: list[CheckDoc] = [
     {"type": "file-contains", "path": "out.txt", "pattern": "done"},
     {"type": "diff-allowlist", "allow": ["out.txt"]},
 ]
@@ -445,8 +445,8 @@ def test_check_that_reaches_no_verdict_is_reported(
     tmp_path: Path, check: dict[str, Any], setup: list[str] | None, cause: str
 ) -> None:
     """A check that errors at run time (missing tool, symlinked path) is selftest-check-error."""
-    extra = {"setup": setup} if setup else {}
-    checks = [check, {"type": "file-exists", "path": "out.txt"}]
+    extra: dict[str, Any] = {"setup": setup} if setup else {}
+    checks: list[CheckDoc] = [check, {"type": "file-exists", "path": "out.txt"}]
     root = make_project(tmp_path / "p", scenarios=[scenario("s", checks=checks, **extra)])
     _solution(root, "s", {"out.txt": "done\n"})
     outcome = _selftest(root, tmp_path)

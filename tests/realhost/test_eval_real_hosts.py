@@ -33,10 +33,10 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import CheckDoc, make_project, scenario
 
 from atlante_eval.report import RunReport, TrialResult
 from atlante_eval.runner import run_eval
-from tests.factory import make_project, scenario
 
 from .fixtures import require_hosts
 from .hostrun import proxy_trap_env
@@ -99,7 +99,7 @@ def scripts() -> list[Script]:
 
 def scenarios(host: str) -> list[dict[str, Any]]:
     """Return the main run's scenarios."""
-    hello = [
+    hello: list[CheckDoc] = [
         {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
         {"type": "diff-allowlist", "allow": ["hello.txt"]},
     ]
@@ -242,7 +242,8 @@ def host_run(
     marker = uuid.uuid4().hex
     model = "mock-model" if host == "claude-code" else "mock/mock-model"
     fixtures = {"eval/fixtures/app": {"README.md": "hi\n", "sub/keep.txt": "keep\n"}}
-    config = {"model": model, "budget": {"trials": 1, "maxTokens": MAX_TOKENS}}
+    budget: dict[str, Any] = {"trials": 1, "maxTokens": MAX_TOKENS}
+    config: dict[str, Any] = {"model": model, "budget": budget}
     with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
         variables, pass_env = _environment(host, mock, tmp, marker)
         patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")

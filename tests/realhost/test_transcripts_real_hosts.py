@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import make_project, scenario
 
 from atlante_eval import load_transcript
 from atlante_eval.report import RunReport, TrialResult
@@ -37,7 +38,6 @@ from atlante_eval.transcript import (
     ToolCallEntry,
     TranscriptEntry,
 )
-from tests.factory import make_project, scenario
 
 from .fixtures import require_hosts
 from .mock_model import CallTool, Fail, MockModelServer, Reply, RunBash, Script, WriteFile
