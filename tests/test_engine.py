@@ -255,7 +255,8 @@ async def test_max_sessions_skips_later_trials(tmp_path: Path) -> None:
     assert len(host.prepared) == 2
     assert report.scenarios["capped"].pass_rate == 1.0
     assert report.meta.run_root is not None
-    assert sorted(n.rsplit("-", 1)[0] for n in os.listdir(report.meta.run_root) if n[0] != ".") == [
+    names = [p.name async for p in anyio.Path(report.meta.run_root).iterdir()]
+    assert sorted(n.rsplit("-", 1)[0] for n in names if n[0] != ".") == [
         "capped-trial-0",
         "capped-trial-1",
     ]

@@ -141,7 +141,7 @@ def test_trust_is_pre_accepted_for_the_sandbox_realpath_only(tmp_path: Path) -> 
     """The trial's .claude.json trusts exactly one project: the sandbox's real path."""
     real = tmp_path / "real"
     real.mkdir()
-    os.symlink(real, tmp_path / "link")
+    (tmp_path / "link").symlink_to(real)
     trial = Trial(tmp_path / "link")
     trial.host.prepare(trial.context)
     trust = json.loads((trial.state / "claude-config" / ".claude.json").read_text())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import stat
 from pathlib import Path
@@ -124,7 +123,7 @@ def test_private_copy_does_not_follow_a_planted_link(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     target = tmp_path / "t" / "auth.json"
     target.parent.mkdir()
-    os.symlink(elsewhere, target)
+    Path(target).symlink_to(elsewhere)
     with pytest.raises(CredentialsError):
         copy_private_file(source, target)
     assert not elsewhere.exists()

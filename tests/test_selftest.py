@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -335,7 +334,7 @@ def test_solution_deletes_listed_paths_before_the_overlay(tmp_path: Path) -> Non
 
 def _symlinked_files_dir(directory: Path) -> None:
     (directory / "files").mkdir()
-    os.symlink("/etc/hostname", directory / "files" / "x")
+    (directory / "files" / "x").symlink_to("/etc/hostname")
 
 
 @pytest.mark.parametrize(
@@ -347,7 +346,7 @@ def _symlinked_files_dir(directory: Path) -> None:
         (lambda d: write_json(d / "delete.json", {"path": "x"}), "must be a JSON array"),
         (lambda d: write_text(d / "delete.json", "[1,"), "malformed JSON"),
         (lambda d: write_text(d / "files" / ".git" / "config", "x"), "forbidden entry"),
-        (lambda d: os.symlink("/etc/hostname", d / "files-link"), "unexpected entries"),
+        (lambda d: (d / "files-link").symlink_to("/etc/hostname"), "unexpected entries"),
         (_symlinked_files_dir, "files/x is a symbolic link"),
     ],
 )

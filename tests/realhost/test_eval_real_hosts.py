@@ -142,7 +142,7 @@ def pair_scenario() -> dict[str, Any]:
 def marked_processes(marker: str) -> list[int]:
     """Return the pids of live processes whose environment holds ``marker``."""
     found = []
-    for entry in os.listdir("/proc"):
+    for entry in (p.name for p in Path("/proc").iterdir()):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
