@@ -177,7 +177,9 @@ def _raw_calls(recorded: Recorded, name: str) -> list[tuple[str, str, dict[str, 
     return calls
 
 
-def test_the_transcript_holds_exactly_the_scripted_calls_in_order(recorded: Recorded) -> None:
+def test_the_transcript_holds_exactly_the_scripted_calls_in_order(  # noqa: PLR0915 - one scripted session, entry by entry
+    recorded: Recorded,
+) -> None:
     trial = recorded.trial("tools")
     assert trial.verdict == "pass", (trial.error, trial.checks)
     entries = recorded.entries("tools")
