@@ -295,9 +295,12 @@ def test_budget_binds_on_assistant_messages(tmp_path: Path) -> None:
     trial.host.prepare(trial.context)
 
     async def session() -> tuple[bool, int | None]:
-        with anyio.fail_after(20), anyio.CancelScope() as scope:
+        # The stub sleeps 30 s after the event: a budget that did not bind would
+        # let the session finish and leave the budget scope uncancelled.
+        with anyio.CancelScope() as scope:
             usage = SessionUsage(100, scope.cancel)
             await trial.host.run_session(trial.context, usage)
+        assert scope.cancelled_caught
         return usage.exceeded, usage.tokens
 
     exceeded, tokens = anyio.run(session)

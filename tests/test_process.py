@@ -358,8 +358,14 @@ async def test_cancellation_kills_every_descendant(tmp_path: Path) -> None:
     """Cancelling the caller ends the group (shielded), re-raises, and leaves no descendant."""
     pid_file = tmp_path / "pids"
     started = time.monotonic()
-    with anyio.move_on_after(0.5) as scope:
-        await _py(STUBBORN, tmp_path, str(pid_file), grace_s=0.3)
+    with anyio.CancelScope() as scope:
+
+        def on_line(line: str) -> bool:
+            if line == "ready":  # the pids are written: cancel now (an event, not a delay)
+                scope.cancel()
+            return False
+
+        await _py(STUBBORN, tmp_path, str(pid_file), on_line=on_line, grace_s=0.3)
     elapsed = time.monotonic() - started
     pids = read_pids(pid_file, 2)
     try:
