@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import nox
 
@@ -45,12 +45,10 @@ def _pyenv_python(version: str) -> str | None:
     if found.returncode == 0 and _runs(found.stdout.strip()):
         return found.stdout.strip()
     root = subprocess.run([pyenv, "root"], capture_output=True, text=True, check=False)
-    pattern = os.path.join(
-        root.stdout.strip(), "versions", f"{version}*", "bin", f"python{version}"
-    )
-    for candidate in sorted(glob.glob(pattern), reverse=True):
-        if _runs(candidate):
-            return candidate
+    versions = Path(root.stdout.strip()) / "versions"
+    for candidate in sorted(versions.glob(f"{version}*/bin/python{version}"), reverse=True):
+        if _runs(str(candidate)):
+            return str(candidate)
     return None
 
 
@@ -63,7 +61,7 @@ def _expose_interpreters() -> None:
             continue
         found = _pyenv_python(version)
         if found is not None:
-            extra.append(os.path.dirname(found))
+            extra.append(str(Path(found).parent))
     if extra:
         os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), *extra])
 

@@ -196,8 +196,8 @@ def exit_code_for(diagnostics: Sequence[Diagnostic]) -> int:
 class DiagnosticError(Exception):
     """Raised when validation or run preparation fails; carries every diagnostic found.
 
-    Raised by :func:`atlante_eval.validate_project`, :func:`atlante_eval.run_eval` and
-    the other entry points before any trial runs (or, for run-level codes, when the
+    Raised by :func:`atlante_eval.load_suite`, :func:`atlante_eval.run_eval` and the
+    other entry points before any trial runs (or, for run-level codes, when the
     run cannot continue). ``exit_code`` is 2 for validation problems, 3 for run-level
     infrastructure problems.
     """

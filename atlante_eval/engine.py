@@ -21,8 +21,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Literal, NotRequired, TypedDict
 
 import anyio
+import anyio.abc
 
 from .checks import CheckContext, ignore_matcher, run_checks
 from .events import ProgressEvent, TrialStarted
@@ -31,7 +33,7 @@ from .hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext,
 from .logs import get_logger
 from .native import NativeOutputs
 from .plan import Plan, PlannedTrial
-from .report import CheckResult, TrialResult, utc_timestamp
+from .report import Activity, CheckResult, TrialResult, Verdict, utc_timestamp
 from .run_files import RunFiles, TrialFiles
 from .sandbox import RemovalFailure, Sandbox, SandboxError, TrialDirs, trial_dirs, trial_sandbox
 from .transcript import ErrorEntry
@@ -173,6 +175,8 @@ class Engine:
     """Trial directories that could not be removed (the run goes on)."""
     _skeleton: Path | None = field(default=None, init=False, repr=False)
     """An empty repository copied into each sandbox instead of ``git init``."""
+    _group: anyio.abc.TaskGroup | None = field(default=None, init=False, repr=False)
+    """The task group of the running trials."""
 
     async def run(self, positions: list[int] | None = None, *, sessions: int | None = None) -> int:
         """Run the trials at ``positions`` (default: all); each result goes to ``on_trial``.
@@ -210,6 +214,7 @@ class Engine:
             previous[position] = last
             last = turns[position]
         async with anyio.create_task_group() as group:
+            self._group = group
             for position in wanted:
                 group.start_soon(
                     self._trial_task,
@@ -247,6 +252,12 @@ class Engine:
                 else:
                     result = TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
                 await self._finish(planned, result)
+            except Exception:
+                # A failing hook ends the run: stop every other trial now, before this
+                # one's cleanup lets the next take the freed slot.
+                if self._group is not None:
+                    self._group.cancel_scope.cancel()
+                raise
             finally:
                 ticket.release()
                 my_turn.set()
@@ -433,15 +444,15 @@ class Engine:
         duration_ms = int((time.monotonic() - started) * 1000)
         if usage.model is None and self.options.model:
             usage.observe_model(self.options.model)
-        base: dict[str, object] = {
-            "i": planned.index,
-            "duration_ms": duration_ms,
-            "tokens": usage.tokens,
-            "cost": usage.cost,
-            "model": usage.model,
-            "model_version": usage.model_version,
-            "host_evidence": {**usage.evidence, **end.evidence} or None,
-        }
+        base = _SessionFields(
+            i=planned.index,
+            duration_ms=duration_ms,
+            tokens=usage.tokens,
+            cost=usage.cost,
+            model=usage.model,
+            model_version=usage.model_version,
+            host_evidence={**usage.evidence, **end.evidence} or None,
+        )
         if transcript is not None:
             base["transcript"] = transcript.relative_path
             base["activity"] = transcript.activity()
@@ -451,7 +462,7 @@ class Engine:
                 verdict="budget-exceeded",
                 error=f"trial exceeded {config.max_tokens} tokens",
             )
-        unmonitored = True if usage.tokens is None else None
+        unmonitored: Literal[True] | None = True if usage.tokens is None else None
         if timer.cancelled_caught:
             return TrialResult(
                 **base,
@@ -469,8 +480,8 @@ class Engine:
         self,
         planned: PlannedTrial,
         sandbox: Sandbox,
-        base: dict[str, object],
-        unmonitored: bool | None,
+        base: _SessionFields,
+        unmonitored: Literal[True] | None,
     ) -> TrialResult:
         changes: Changes | None = None
         changes_error: str | None = None
@@ -521,7 +532,21 @@ def _changed_files(
     return sorted(display_path(p) for p in kept), len(paths) - len(kept)
 
 
-def _verdict(checks: list[CheckResult], changes_error: str | None) -> tuple[str, str | None]:
+class _SessionFields(TypedDict):
+    """The report fields of a trial that its host session decides, whatever the verdict."""
+
+    i: int
+    duration_ms: int
+    tokens: int | None
+    cost: float | None
+    model: str | None
+    model_version: str | None
+    host_evidence: dict[str, Any] | None
+    transcript: NotRequired[str]
+    activity: NotRequired[Activity]
+
+
+def _verdict(checks: list[CheckResult], changes_error: str | None) -> tuple[Verdict, str | None]:
     errored = [c for c in checks if c.verdict == "error"]
     if errored:
         first = errored[0]

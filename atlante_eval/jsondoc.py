@@ -353,7 +353,7 @@ class _Scanner:
             self.pos += 1
         return self.text[start : self.pos]
 
-    def value(self, pointer: str, depth: int) -> None:
+    def value(self, pointer: str, depth: int) -> None:  # noqa: C901 - a scanner's dispatch table
         self.skip()
         if self.pos >= len(self.text) or depth > 200:
             return

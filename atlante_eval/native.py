@@ -135,7 +135,9 @@ def _shape_problem(kind: str, file_id: str, path: str) -> str | None:
     return None
 
 
-def _validate_manifest(value: Any, kind: _ManifestKind) -> list[dict[str, str]]:
+def _validate_manifest(  # noqa: C901 - the manifest's exact shape, checked field by field in order
+    value: Any, kind: _ManifestKind
+) -> list[dict[str, str]]:
     if not isinstance(value, dict) or set(value) != {"format", "version", "files"}:
         raise _fail("the manifest must have exactly the keys format, version and files")
     if value["format"] != kind.format:

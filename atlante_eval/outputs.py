@@ -31,7 +31,7 @@ def output_path_problem(path: Path, *, directory: bool = False) -> str | None:
     itself. A ``directory`` (a report base) is created with its parents, so it needs
     a writable existing ancestor and must not be a file.
     """
-    absolute = Path(os.path.abspath(path))
+    absolute = Path(os.path.abspath(path))  # noqa: PTH100 - as given: resolve() would follow symlinks
     if directory:
         if absolute.exists() and not absolute.is_dir():
             return f"{path} exists and is not a directory"

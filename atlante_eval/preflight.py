@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Sequence
 from typing import Any
 
+from .choices import HostName
 from .diagnostics import Diagnostic, error, warning
 from .environment import git_env
 from .native import NativeOutputs
@@ -38,7 +39,7 @@ __all__ = [
 MAX_SCENARIO_NAME = 128
 
 #: Agents each host provides itself, which a scenario may name without a native output.
-HOST_BUILTIN_AGENTS: dict[str, frozenset[str]] = {
+HOST_BUILTIN_AGENTS: dict[HostName, frozenset[str]] = {
     "opencode": frozenset({"build", "plan", "general", "explore"}),
     "claude-code": frozenset({"general-purpose", "Explore", "Plan", "statusline-setup"}),
 }
@@ -75,7 +76,7 @@ def agent_diagnostics(
 ) -> list[Diagnostic]:
     """``unknown-scenario-agent`` for a ``task.agent`` no native output or host defines."""
     defined = set(native.agent_ids)
-    builtin = HOST_BUILTIN_AGENTS.get(host, frozenset())
+    builtin = next((a for name, a in HOST_BUILTIN_AGENTS.items() if name == host), frozenset())
     known = ", ".join(sorted(defined)) or "(none)"
     problems = []
     for scenario in scenarios:

@@ -295,7 +295,7 @@ async def _chunks(fd: int) -> AsyncIterator[bytes]:
         await anyio.lowlevel.checkpoint()
 
 
-async def _pump_lines(
+async def _pump_lines(  # noqa: C901 - one read loop: caps, line splitting and the abort hook together
     fd: int,
     tail: TailBuffer,
     on_line: Callable[[str], bool] | None,
@@ -384,7 +384,7 @@ class _Pipes:
                     os.close(each)
 
 
-async def run_process(
+async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminate, grace, kill, drain, wait) reads best in one place
     argv: Sequence[str],
     *,
     cwd: Path,

@@ -23,8 +23,6 @@ from .report import REPORT_FILE, REPORT_FORMAT_VERSION, RunReport
 
 __all__ = ["REPORT_FILE", "load_report", "report_path"]
 
-#: Name of the report file inside a run directory.
-
 _DURATION_KEYS = frozenset({"durationMs", "meanDurationMs", "durationP95Ms", "wallTimeMs"})
 _SHOWN_ERRORS = 3
 

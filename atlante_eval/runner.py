@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 
 from ._version import __version__
-from .adaptive import AdaptiveDriver, run_adaptive, settings_from_options
+from .adaptive import AdaptiveDriver, AdaptiveSettings, run_adaptive, settings_from_options
 from .choices import SELFTEST_HOST
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
 from .engine import Engine, EngineOptions, call_sink
@@ -36,7 +36,7 @@ from .options import DEFAULT_JOBS, RunOptions, run_options
 from .plan import Plan, PlannedTrial, budget_skips, make_plan, resolve_budget
 from .preflight import model_diagnostics
 from .publish import report_base
-from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
+from .report import Meta, MetaConfig, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
 from .run_files import RunFiles
 from .scenarios import Scenario
@@ -336,6 +336,213 @@ def _reusable(
     return reused
 
 
+async def _announce(
+    on_event: ProgressCallback | None, notes: Sequence[Diagnostic]
+) -> Sequence[Diagnostic]:
+    """Send each diagnostic to the progress callback as a notice; return them."""
+    for note in notes:
+        await call_sink(on_event, DiagnosticNotice(note))
+    return notes
+
+
+def _selection(suite: Suite, options: RunOptions) -> tuple[tuple[Scenario, ...], list[Diagnostic]]:
+    """The scenarios to run (``--last-failed`` applied) and the warnings found so far."""
+    notices = list(suite.warnings)
+    if not options.last_failed:
+        return suite.scenarios, notices
+    selected, note = _last_failed(suite, options)
+    if note is not None:
+        notices.append(note)
+    return selected, notices
+
+
+async def _budget(suite: Suite, options: RunOptions) -> tuple[MetaConfig, AdaptiveSettings | None]:
+    """The run's budget, raised to ``--until-decided``'s most trials when that is on."""
+    budget = resolve_budget(suite.project.eval.budget, trials=options.trials)
+    if not options.until_decided:
+        return budget, None
+    settings = await anyio.to_thread.run_sync(settings_from_options, options, budget.trials)
+    trials = max(settings.max_trials, budget.trials)
+    return budget.model_copy(update={"trials": trials}), settings
+
+
+async def _ready_host(host: Host | None, suite: Suite, options: RunOptions) -> Host:
+    """The run's host (the given one, or the configured built-in), probed and checked."""
+    chosen = host if host is not None else create_host(suite.project.eval.host)
+    await chosen.probe()
+    _check_pass_env(chosen, options.pass_env)
+    return chosen
+
+
+def _model_notes(host: Host, model: str | None) -> list[Diagnostic]:
+    """Warnings about ``eval.model`` for this host.
+
+    Raises:
+        DiagnosticError: the model cannot work with this host (exit 2).
+    """
+    notes = model_diagnostics(host.name, model, getattr(host, "dialect", None))
+    if any(d.severity == "error" for d in notes):
+        raise DiagnosticError(notes)
+    return notes
+
+
+def _positions(
+    plan: Plan, options: RunOptions, fingerprints: Mapping[str, str]
+) -> tuple[list[int], dict[int, TrialResult]]:
+    """The plan positions this run owns (``--shard``) and those ``--resume`` reuses."""
+    shard = options.shard
+    positions = [t.position for t in plan.trials if shard is None or shard.owns(t.position)]
+    if options.resume is None:
+        return positions, {}
+    return positions, _reusable(options.resume, plan, fingerprints, positions)
+
+
+def _meta(suite: Suite, host: Host, plan: Plan, options: RunOptions, digest: str) -> Meta:
+    """The run's metadata before it starts (the lifecycle adds the end)."""
+    assert suite.native is not None
+    config = suite.project.eval
+    return Meta(
+        atlante=__version__,
+        host=host.name,
+        model=config.model or "unknown",
+        model_version="unknown",
+        config=plan.config,
+        host_version=host.version,
+        started_at=utc_timestamp(),
+        jobs=options.jobs,
+        manifest_digest=suite.native.digest,
+        plan_digest=digest,
+        shard=str(options.shard) if options.shard is not None else None,
+        resumed_from=str(options.resume) if options.resume is not None else None,
+    )
+
+
+async def _begin(
+    run: ActiveRun,
+    progress: _Progress,
+    options: RunOptions,
+    reused: Mapping[int, TrialResult],
+    *,
+    digest: str,
+    host: str,
+) -> Journal:
+    """Open the run's journal, bring over reused trials' files, and log the start."""
+    journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
+    progress.journal = journal
+    progress.run_files = run.files
+    if options.resume is not None and reused:
+        # Reused trials keep their transcripts: the report's paths are relative to this run.
+        plan = progress.plan
+        await anyio.to_thread.run_sync(
+            copy_trial_files,
+            Path(options.resume),
+            run.files,
+            [(plan.trials[p].scenario.name, plan.trials[p].index) for p in sorted(reused)],
+        )
+    bind_context(run_id=run.run_id, host=host)
+    log.info("run.start", trials=len(progress.positions), reused=len(reused), jobs=options.jobs)
+    return journal
+
+
+def _engine(
+    plan: Plan,
+    suite: Suite,
+    host: Host,
+    options: RunOptions,
+    progress: _Progress,
+    reused: Mapping[int, TrialResult],
+    run: ActiveRun,
+) -> Engine:
+    """The engine of one run, reporting to ``progress``."""
+    assert suite.native is not None
+    return Engine(
+        plan=plan,
+        host=host,
+        native=suite.native,
+        run_root=run.run_root,
+        options=EngineOptions(
+            jobs=options.jobs,
+            keep=options.keep,
+            model=suite.project.eval.model,
+            pass_env=options.pass_env,
+            retry_infra=options.retry_infra,
+            project_root=suite.project.root,
+            run_files=run.files,
+        ),
+        emit=progress.emit,
+        on_trial=progress.trial_done,
+        preset_sessions=dict.fromkeys(reused, True),
+        cleanup_failures=run.cleanup_failures,
+    )
+
+
+async def _drive(
+    engine: Engine,
+    *,
+    control: RunControl,
+    on_event: ProgressCallback | None,
+    started: RunStarted,
+    progress: _Progress,
+    reused: Mapping[int, TrialResult],
+    pending: list[int],
+    driver: AdaptiveDriver | None,
+) -> BaseException | None:
+    """Run the engine under the caller's interrupt; return the error that stopped it, if any."""
+    with anyio.CancelScope() as scope:
+        control._scope = scope
+        if control.interrupted:
+            scope.cancel()
+        try:
+            await call_sink(on_event, started)
+            if driver is not None:
+                await run_adaptive(driver, engine, progress, dict(reused))
+            else:
+                for position, result in sorted(reused.items()):
+                    await progress.trial_done(engine.plan.trials[position], result)
+                await engine.run(pending)
+        except Exception as exc:  # noqa: BLE001 - turned into eval-run-failed by the caller
+            return exc
+    return None
+
+
+def _stopped_error(
+    failure: BaseException | None,
+    interrupted: bool,
+    report: RunReport,
+    report_path: Path,
+    run_dir: Path,
+) -> EvalRunError | None:
+    """The error of a run that stopped part-way (its partial report is published)."""
+    if failure is not None:
+        return EvalRunError(
+            [
+                error(
+                    "eval-run-failed",
+                    "the run stopped on an unexpected error; a partial report was published",
+                    source=str(report_path),
+                    cause=_cause(failure),
+                    next="fix the cause and run again (or --resume the run directory)",
+                )
+            ],
+            report,
+            report_path,
+        )
+    if interrupted:
+        return EvalRunError(
+            [
+                error(
+                    "eval-run-interrupted",
+                    "the run was interrupted; finished trials were kept in a partial report",
+                    source=str(report_path),
+                    next=f"run again with --resume {run_dir} to complete the missing trials",
+                )
+            ],
+            report,
+            report_path,
+        )
+    return None
+
+
 async def execute_run(
     path: Path | str | None = None,
     options: RunOptions | None = None,
@@ -352,70 +559,23 @@ async def execute_run(
     """
     options = options or RunOptions()
     suite = load_suite(path, scenario_filter=list(options.scenarios))
-    notices = list(suite.warnings)
-    selected = suite.scenarios
-    if options.last_failed:
-        selected, note = _last_failed(suite, options)
-        if note is not None:
-            notices.append(note)
-    for notice in notices:
-        await call_sink(on_event, DiagnosticNotice(notice))
+    selected, notices = _selection(suite, options)
+    await _announce(on_event, notices)
     config = suite.project.eval
-    budget = resolve_budget(config.budget, trials=options.trials)
-    settings = (
-        await anyio.to_thread.run_sync(settings_from_options, options, budget.trials)
-        if options.until_decided
-        else None
-    )
-    runner_host = host if host is not None else create_host(config.host)
-    await runner_host.probe()
-    _check_pass_env(runner_host, options.pass_env)
-    model_notes = model_diagnostics(
-        runner_host.name, config.model, getattr(runner_host, "dialect", None)
-    )
-    if any(d.severity == "error" for d in model_notes):
-        raise DiagnosticError(model_notes)
-    for notice in model_notes:
-        notices.append(notice)
-        await call_sink(on_event, DiagnosticNotice(notice))
-    assert suite.native is not None
-    if settings is not None:
-        budget = budget.model_copy(update={"trials": max(settings.max_trials, budget.trials)})
+    budget, settings = await _budget(suite, options)
+    runner_host = await _ready_host(host, suite, options)
+    notices.extend(await _announce(on_event, _model_notes(runner_host, config.model)))
     plan = make_plan(selected, budget)
     fingerprints, definitions = await anyio.to_thread.run_sync(
         _fingerprints, plan, suite, runner_host, config.model
     )
     digest = plan_digest(plan, fingerprints)
-    shard = options.shard
-    positions = [t.position for t in plan.trials if shard is None or shard.owns(t.position)]
-    reused = (
-        _reusable(options.resume, plan, fingerprints, positions)
-        if options.resume is not None
-        else {}
-    )
+    positions, reused = _positions(plan, options, fingerprints)
     driver = AdaptiveDriver(settings, plan.scenarios, definitions) if settings else None
-    if driver is not None:
-        for notice in driver.notices():
-            notices.append(notice)
-            await call_sink(on_event, DiagnosticNotice(notice))
+    notices.extend(await _announce(on_event, driver.notices() if driver is not None else []))
     skips = budget_skips(plan, positions, reused) if driver is None else 0
-    if skips:
-        await call_sink(on_event, DiagnosticNotice(_budget_warning(plan, len(positions), skips)))
+    await _announce(on_event, [_budget_warning(plan, len(positions), skips)] if skips else [])
     control = control or RunControl()
-    meta = Meta(
-        atlante=__version__,
-        host=runner_host.name,
-        model=config.model or "unknown",
-        model_version="unknown",
-        config=plan.config,
-        host_version=runner_host.version,
-        started_at=utc_timestamp(),
-        jobs=options.jobs,
-        manifest_digest=suite.native.digest,
-        plan_digest=digest,
-        shard=str(shard) if shard is not None else None,
-        resumed_from=str(options.resume) if options.resume is not None else None,
-    )
     progress = _Progress(
         plan,
         positions if driver is None else [],
@@ -442,7 +602,7 @@ async def execute_run(
     async with run_lifecycle(
         project_root=suite.project.root,
         out=options.out,
-        meta=meta,
+        meta=_meta(suite, runner_host, plan, options, digest),
         keep=options.keep,
         results=lambda stopped: _scenarios(
             plan, progress, interrupted=stopped, run_files=progress.run_files
@@ -450,94 +610,31 @@ async def execute_run(
         on_end=on_end,
         decorate=driver.decorate if driver is not None else None,
     ) as run:
-        progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
-        progress.run_files = run.files
-        if options.resume is not None and reused:
-            # Reused trials keep their transcripts: the report's paths are relative to this run.
-            await anyio.to_thread.run_sync(
-                copy_trial_files,
-                Path(options.resume),
-                run.files,
-                [(plan.trials[p].scenario.name, plan.trials[p].index) for p in sorted(reused)],
-            )
-        bind_context(run_id=run.run_id, host=runner_host.name)
-        log.info("run.start", trials=len(positions), reused=len(reused), jobs=options.jobs)
-        engine = Engine(
-            plan=plan,
-            host=runner_host,
-            native=suite.native,
-            run_root=run.run_root,
-            options=EngineOptions(
-                jobs=options.jobs,
-                keep=options.keep,
-                model=config.model,
-                pass_env=options.pass_env,
-                retry_infra=options.retry_infra,
-                project_root=suite.project.root,
-                run_files=run.files,
-            ),
-            emit=progress.emit,
-            on_trial=progress.trial_done,
-            preset_sessions=dict.fromkeys(reused, True),
-            cleanup_failures=run.cleanup_failures,
-        )
+        journal = await _begin(run, progress, options, reused, digest=digest, host=runner_host.name)
+        engine = _engine(plan, suite, runner_host, options, progress, reused, run)
         try:
-            with anyio.CancelScope() as scope:
-                control._scope = scope
-                if control.interrupted:
-                    scope.cancel()
-                try:
-                    await call_sink(
-                        on_event,
-                        RunStarted(
-                            run.run_id,
-                            len(positions),
-                            options.jobs,
-                            runner_host.name,
-                            plan.config,
-                        ),
-                    )
-                    if driver is not None:
-                        await run_adaptive(driver, engine, progress, reused)
-                    else:
-                        for position, result in sorted(reused.items()):
-                            await progress.trial_done(plan.trials[position], result)
-                        await engine.run([p for p in positions if p not in reused])
-                except Exception as exc:  # noqa: BLE001 - turned into eval-run-failed below
-                    failure = exc
+            started = RunStarted(
+                run.run_id, len(positions), options.jobs, runner_host.name, plan.config
+            )
+            failure = await _drive(
+                engine,
+                control=control,
+                on_event=on_event,
+                started=started,
+                progress=progress,
+                reused=reused,
+                pending=[p for p in positions if p not in reused],
+                driver=driver,
+            )
         finally:
-            progress.journal.close()
+            journal.close()
         run.stopped = control.interrupted or failure is not None
     report, report_path, run_dir = run.report, run.report_path, run.run_dir
     assert report is not None
     assert report_path is not None
-    if failure is not None:
-        raise EvalRunError(
-            [
-                error(
-                    "eval-run-failed",
-                    "the run stopped on an unexpected error; a partial report was published",
-                    source=str(report_path),
-                    cause=_cause(failure),
-                    next="fix the cause and run again (or --resume the run directory)",
-                )
-            ],
-            report,
-            report_path,
-        )
-    if control.interrupted:
-        raise EvalRunError(
-            [
-                error(
-                    "eval-run-interrupted",
-                    "the run was interrupted; finished trials were kept in a partial report",
-                    source=str(report_path),
-                    next=f"run again with --resume {run_dir} to complete the missing trials",
-                )
-            ],
-            report,
-            report_path,
-        )
+    stopped = _stopped_error(failure, control.interrupted, report, report_path, run_dir)
+    if stopped is not None:
+        raise stopped
     return RunOutcome(report=report, path=report_path, warnings=tuple(notices))
 
 

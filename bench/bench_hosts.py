@@ -51,27 +51,27 @@ from atlante_eval.runner import run_eval
 
 from .hostmeter import install_meter, read_records
 
-_ROOT = Path(__file__).resolve().parent.parent
-if str(_ROOT) not in sys.path:
-    sys.path.insert(0, str(_ROOT))
+_TESTS = Path(__file__).resolve().parent.parent / "tests"
+if str(_TESTS) not in sys.path:
+    sys.path.insert(0, str(_TESTS))  # test helpers are imported by bare name, as pytest does
 
-from tests.factory import make_project, scenario  # noqa: E402
-from tests.realhost.hostrun import (  # noqa: E402
+from factory import make_project, scenario  # noqa: E402
+from realhost.hostrun import (  # noqa: E402
     claude_env,
     opencode_config,
     opencode_env,
     proxy_trap_env,
     trust_workspace,
 )
-from tests.realhost.hosts import HostsUnavailableError, locate_hosts  # noqa: E402
-from tests.realhost.mock_model import (  # noqa: E402
+from realhost.hosts import HostsUnavailableError, locate_hosts  # noqa: E402
+from realhost.mock_model import (  # noqa: E402
     MockModelServer,
     RequestRecord,
     RunBash,
     Script,
     WriteFile,
 )
-from tests.realhost.mock_model import Reply as MockReply  # noqa: E402
+from realhost.mock_model import Reply as MockReply  # noqa: E402
 
 #: Trials (one-trial scenarios) per measured run.
 TRIALS = int(os.environ.get("BENCH_HOSTS_TRIALS", "3"))

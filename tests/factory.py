@@ -29,6 +29,10 @@ NATIVE_LAYOUT = {
 }
 
 
+#: A check as a scenario document writes it (JSON object).
+CheckDoc = dict[str, Any]
+
+
 def scenario(
     name: str,
     *,
@@ -305,7 +309,7 @@ def _with_pack(
     return root
 
 
-def _native(root: Path, change: Callable[[Path], None]) -> Path:
+def _native(root: Path, change: Callable[[Path], object]) -> Path:
     make_project(root)
     change(root)
     return root

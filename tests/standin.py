@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from atlante_eval.environment import allowed_env
 from atlante_eval.hosts.base import SessionEnd, SessionUsage, TrialContext, run_json_stream
 from atlante_eval.transcript_normalize import OpenCodeNormalizer
@@ -31,6 +33,8 @@ class StandinHost:
         self.config_file = config_file
         self.sessions = 0
         self.prepared: list[Path] = []
+        self.streaming = anyio.Event()
+        """Set when a session's first event arrives: its process is running."""
 
     async def probe(self) -> None:
         """Nothing to probe: the stand-in is always available."""
@@ -61,6 +65,7 @@ class StandinHost:
 
         def on_event(event: dict[str, Any]) -> None:
             nonlocal total, cost
+            self.streaming.set()
             if isinstance(event.get("model"), str):
                 usage.observe_model(event["model"])
             part = event.get("part")

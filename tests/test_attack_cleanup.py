@@ -11,7 +11,6 @@ verdicts, and the run root removed or, where it truly cannot be, reported.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -138,4 +137,4 @@ def test_a_sandbox_that_cannot_be_removed_is_reported_and_the_run_goes_on() -> N
         assert published["meta"]["cleanupFailures"][0]["path"] == failure.path
         [left] = run_dirs(base / "tmp")
         assert [p.name.startswith("planted-trial-0-") for p in left.iterdir()] == [True]
-        assert not os.path.exists(trap)
+        assert not Path(trap).exists()

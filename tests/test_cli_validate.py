@@ -7,11 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
-
-from atlante_eval.cli import app
-from atlante_eval.scenarios import MAX_TIMEOUT_MS, SCENARIO_SCHEMA_URI
-from tests.factory import (
+from factory import (
     BAD_PROJECTS,
     BadProject,
     make_multi_project,
@@ -20,6 +16,10 @@ from tests.factory import (
     scenario,
     tree_listing,
 )
+from typer.testing import CliRunner, Result
+
+from atlante_eval.cli import app
+from atlante_eval.scenarios import MAX_TIMEOUT_MS, SCENARIO_SCHEMA_URI
 
 BAD_IDS = [case.id for case in BAD_PROJECTS]
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import anyio
 import pytest
+from factory import make_project, scenario
+from reports import config, counts, report, trials, write
+from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
 from atlante_eval.cli import app
@@ -16,9 +20,6 @@ from atlante_eval.report import ScenarioResult
 from atlante_eval.results import summarize
 from atlante_eval.runner import run_eval
 from atlante_eval.stats import fisher_exact_two_sided, holm_adjust
-from tests.factory import make_project, scenario
-from tests.reports import config, counts, report, trials, write
-from tests.standin import StandinHost, actions
 
 
 def _invoke(*args: str | Path) -> Result:
@@ -496,7 +497,7 @@ def test_compares_two_real_runs(tmp_path: Path) -> None:
         root = make_project(
             tmp_path / label, scenarios=[scenario("task", prompt=prompt, checks=check)]
         )
-        published = anyio.run(lambda r=root: run_eval(r, host=StandinHost(), trials=3, out=out))
+        published = anyio.run(partial(run_eval, root, host=StandinHost(), trials=3, out=out))
         paths.append(out / published.run_id)
     result = _invoke("compare", *paths, "--json", "--fail-on", "regressed")
     doc = json.loads(result.stdout)

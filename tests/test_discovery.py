@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factory import SCENARIO_URI, CheckDoc, scenario, tree_listing, write_json, write_text
 
 from atlante_eval.diagnostics import Diagnostic
 from atlante_eval.discovery import Discovery, discover_scenarios, fixture_problem, glob_files
@@ -17,7 +18,6 @@ from atlante_eval.scenarios import (
     FileContainsCheck,
     Origin,
 )
-from tests.factory import SCENARIO_URI, scenario, tree_listing, write_json, write_text
 
 
 def _root(tmp_path: Path) -> Path:
@@ -368,7 +368,7 @@ def test_unsafe_paths_fail_in_every_file_check(tmp_path: Path, kind: str) -> Non
 
 def test_invalid_regular_expressions_fail_at_validation(tmp_path: Path) -> None:
     """outputMatches and regex file-contains patterns must compile with Python ``re``."""
-    checks = [
+    checks: list[CheckDoc] = [
         {"type": "command", "run": ["true"], "outputMatches": "(unclosed"},
         {"type": "file-contains", "path": "a", "pattern": "[a-", "regex": True},
         {"type": "file-contains", "path": "a", "pattern": "(?<name>x)", "regex": True},
@@ -459,7 +459,7 @@ def test_task_and_budget_constraints(tmp_path: Path) -> None:
 def test_defaults_of_optional_check_fields(tmp_path: Path) -> None:
     """expectExit defaults to 0, timeoutMs to 120000 and regex to false."""
     root = _root(tmp_path)
-    checks = [
+    checks: list[CheckDoc] = [
         {"type": "command", "run": ["bun", "test"]},
         {"type": "file-contains", "path": "a", "pattern": "(literal"},
     ]

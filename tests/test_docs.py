@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from factory import write_text
 
 from atlante_eval.diagnostics import CODES
-from tests.factory import write_text
 from tools.docs_check import ROOT, anchors, check_docs, links, main
 
 

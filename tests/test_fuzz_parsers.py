@@ -23,6 +23,7 @@ import pytest
 from factory import make_project, scenario, write_native
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reports import meta
 
 from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.hosts.base import COST_CEILING, TOKEN_CEILING, SessionUsage, run_json_stream
@@ -32,7 +33,6 @@ from atlante_eval.project import load_project
 from atlante_eval.report import RunReport, TrialResult
 from atlante_eval.results import finalize, summarize
 from atlante_eval.suite import load_suite
-from tests.reports import meta
 
 FUZZ = settings(
     max_examples=int(os.environ.get("ATLANTE_FUZZ_EXAMPLES", "120")),

@@ -10,6 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import make_project, scenario
+from stubcli import env_of, sessions, write_stub
 from typer.testing import CliRunner
 
 from atlante_eval.cli import app
@@ -17,8 +19,6 @@ from atlante_eval.hosts.base import HostError, SessionEnd, SessionUsage, TrialCo
 from atlante_eval.hosts.claude_code import ClaudeCodeHost, claude_settings
 from atlante_eval.sandbox import copy_fixture, write_native_outputs
 from atlante_eval.suite import load_suite
-from tests.factory import make_project, scenario
-from tests.realhost.stubcli import env_of, sessions, write_stub
 
 ASSISTANT = {
     "type": "assistant",
@@ -65,7 +65,7 @@ class Trial:
             "HOME": str(tmp_path / "realhome"),
             **(parent if parent is not None else {"ANTHROPIC_API_KEY": "sk-ant"}),
         }
-        extra = {"agent": agent} if agent else {}
+        extra: dict[str, Any] = {"agent": agent} if agent else {}
         project = make_project(
             tmp_path / "project",
             host="claude-code",
@@ -141,7 +141,7 @@ def test_trust_is_pre_accepted_for_the_sandbox_realpath_only(tmp_path: Path) -> 
     """The trial's .claude.json trusts exactly one project: the sandbox's real path."""
     real = tmp_path / "real"
     real.mkdir()
-    os.symlink(real, tmp_path / "link")
+    (tmp_path / "link").symlink_to(real)
     trial = Trial(tmp_path / "link")
     trial.host.prepare(trial.context)
     trust = json.loads((trial.state / "claude-config" / ".claude.json").read_text())
@@ -295,9 +295,12 @@ def test_budget_binds_on_assistant_messages(tmp_path: Path) -> None:
     trial.host.prepare(trial.context)
 
     async def session() -> tuple[bool, int | None]:
-        with anyio.fail_after(20), anyio.CancelScope() as scope:
+        # The stub sleeps 30 s after the event: a budget that did not bind would
+        # let the session finish and leave the budget scope uncancelled.
+        with anyio.CancelScope() as scope:
             usage = SessionUsage(100, scope.cancel)
             await trial.host.run_session(trial.context, usage)
+        assert scope.cancelled_caught
         return usage.exceeded, usage.tokens
 
     exceeded, tokens = anyio.run(session)

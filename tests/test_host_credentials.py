@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import stat
 from pathlib import Path
 
 import pytest
+from stubcli import build_v2_database, rows
 
 from atlante_eval.hosts.credentials import (
     CredentialsError,
@@ -16,7 +16,6 @@ from atlante_eval.hosts.credentials import (
     copy_v2_database,
     opencode_data_dir,
 )
-from tests.realhost.stubcli import build_v2_database, rows
 
 
 def schema_names(path: Path) -> set[str]:
@@ -124,7 +123,7 @@ def test_private_copy_does_not_follow_a_planted_link(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     target = tmp_path / "t" / "auth.json"
     target.parent.mkdir()
-    os.symlink(elsewhere, target)
+    Path(target).symlink_to(elsewhere)
     with pytest.raises(CredentialsError):
         copy_private_file(source, target)
     assert not elsewhere.exists()

@@ -10,15 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
-
-from atlante_eval.hosts.base import HostError, SessionEnd, SessionUsage, TrialContext
-from atlante_eval.hosts.opencode import OPENCODE_IGNORED_CHANGES, OpenCodeHost
-from atlante_eval.hosts.opencode_config import build_config, check_inline_config, v1_policy
-from atlante_eval.runner import run_eval
-from atlante_eval.sandbox import copy_fixture, write_native_outputs
-from atlante_eval.suite import load_suite
-from tests.factory import make_project, scenario, write_text
-from tests.realhost.stubcli import (
+from factory import CheckDoc, make_project, scenario, write_text
+from stubcli import (
     build_v2_database,
     env_of,
     rows,
@@ -26,6 +19,13 @@ from tests.realhost.stubcli import (
     update_stub,
     write_stub,
 )
+
+from atlante_eval.hosts.base import HostError, SessionEnd, SessionUsage, TrialContext
+from atlante_eval.hosts.opencode import OPENCODE_IGNORED_CHANGES, OpenCodeHost
+from atlante_eval.hosts.opencode_config import build_config, check_inline_config, v1_policy
+from atlante_eval.runner import run_eval
+from atlante_eval.sandbox import copy_fixture, write_native_outputs
+from atlante_eval.suite import load_suite
 
 STEP = {"type": "step_finish", "part": {"tokens": {"total": 350}, "cost": 0.01}}
 
@@ -66,7 +66,7 @@ class Trial:
             "XDG_DATA_HOME": str(data),
             **(parent or {}),
         }
-        extra = {"agent": agent} if agent else {}
+        extra: dict[str, Any] = {"agent": agent} if agent else {}
         project = make_project(
             tmp_path / "project",
             scenarios=[scenario("t", prompt='-n "quoted"\n  tail ', **extra)],
@@ -440,7 +440,7 @@ def test_v2_stand_in_through_run_eval(tmp_path: Path, monkeypatch: pytest.Monkey
     (data / "opencode" / "auth.json").write_text("{}")
     monkeypatch.setenv("PATH", f"{stub.parent}:{__import__('os').environ['PATH']}")
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
-    checks = [
+    checks: list[CheckDoc] = [
         {"type": "file-contains", "path": "out.txt", "pattern": "done"},
         {"type": "diff-allowlist", "allow": ["out.txt"]},
     ]

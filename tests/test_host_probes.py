@@ -8,13 +8,13 @@ from pathlib import Path
 import anyio
 import pytest
 import semver
+from stubcli import calls, write_stub
 
 from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.hosts.claude_code import ClaudeCodeHost
 from atlante_eval.hosts.credentials import claude_env_auth_mode
 from atlante_eval.hosts.opencode import OpenCodeHost
 from atlante_eval.hosts.versions import VersionRange, find_executable, parse_version
-from tests.realhost.stubcli import calls, write_stub
 
 
 def probe_error(host: OpenCodeHost | ClaudeCodeHost) -> DiagnosticError:
@@ -246,7 +246,7 @@ INSTALL_SCRIPT = Path(__file__).parents[1] / "tools" / "install_hosts.sh"
 
 def test_install_script_pins_match_the_realhost_tests() -> None:
     """tools/install_hosts.sh installs exactly the versions the real-host tests expect."""
-    from tests.realhost.hosts import CLAUDE_CODE_VERSION, OPENCODE_VERSION
+    from realhost.hosts import CLAUDE_CODE_VERSION, OPENCODE_VERSION
 
     text = INSTALL_SCRIPT.read_text(encoding="utf-8")
     assert f'CLAUDE_CODE_VERSION="{CLAUDE_CODE_VERSION}"' in text
@@ -257,7 +257,7 @@ def test_install_script_skips_npm_when_the_cache_is_current(tmp_path: Path) -> N
     """A cache holding the pinned versions is reused: only its bin dir is printed."""
     import subprocess
 
-    from tests.realhost.hosts import PACKAGES
+    from realhost.hosts import PACKAGES
 
     prefix = tmp_path / "hosts"
     bin_dir = prefix / "node_modules" / ".bin"

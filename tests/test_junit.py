@@ -5,16 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from factory import make_project, scenario
 from junitparser import Error, Failure, JUnitXml, Properties, Skipped, TestCase, TestSuite
+from reports import report, write
+from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
 from atlante_eval import runner
 from atlante_eval.cli import app
 from atlante_eval.junit import MAX_BODY_CHARS, MAX_EVIDENCE_CHARS, MAX_MESSAGE_CHARS, junit_xml
 from atlante_eval.report import CheckResult, RunReport, TrialAttempt, TrialResult
-from tests.factory import make_project, scenario
-from tests.reports import report, write
-from tests.standin import StandinHost, actions
 
 FAILED_CHECK = CheckResult(
     index=1,
@@ -73,7 +73,7 @@ def _cases(suite: TestSuite) -> dict[str, TestCase]:
 
 
 def _props(element: TestSuite | TestCase) -> dict[str, str]:
-    properties = element.child(Properties)
+    properties = element.child(Properties)  # type: ignore[no-untyped-call]  # junitparser has no annotation here
     return {p.name: p.value for p in properties} if properties is not None else {}
 
 

@@ -52,13 +52,18 @@ async def test_a_finished_run_is_published_and_its_run_root_removed(tmp_path: Pa
 async def test_a_cancelled_run_still_publishes_an_interrupted_report(tmp_path: Path) -> None:
     """Cancellation publishes (shielded) a report marked interrupted, and cleans up."""
     seen: list[bool] = []
+
+    def results(stopped: bool) -> dict[str, ScenarioResult]:
+        seen.append(stopped)
+        return {}
+
     with anyio.CancelScope() as scope:
         async with run_lifecycle(
             project_root=tmp_path,
             out=tmp_path / "out",
             meta=META,
             keep=False,
-            results=lambda stopped: seen.append(stopped) or {},
+            results=results,
         ) as run:
             scope.cancel()
             await anyio.sleep_forever()

@@ -8,6 +8,9 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import make_project, scenario
+from reports import config, meta, write
+from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
 from atlante_eval.cli import app
@@ -17,9 +20,6 @@ from atlante_eval.report import OriginInfo, RunReport, TrialResult
 from atlante_eval.reports_io import load_report
 from atlante_eval.results import finalize, summarize
 from atlante_eval.runner import run_eval
-from tests.factory import make_project, scenario
-from tests.reports import config, meta, write
-from tests.standin import StandinHost, actions
 
 TRIALS = 4
 SHARDS = 3

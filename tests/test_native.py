@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factory import tree_listing, write_native
 
+from atlante_eval.choices import HostName
 from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.native import (
     MANIFESTS,
@@ -19,13 +21,12 @@ from atlante_eval.native import (
     read_native_outputs,
     verify_native_outputs,
 )
-from tests.factory import tree_listing, write_native
 
 MANIFEST = ".atlante/opencode-native.json"
 AGENT = ".opencode/agents/reviewer.md"
 
 
-def _built(tmp_path: Path, host: str = "opencode") -> Path:
+def _built(tmp_path: Path, host: HostName = "opencode") -> Path:
     root = tmp_path / "p"
     root.mkdir(parents=True)
     write_native(root, host, agents={"reviewer": "Review."}, skills={"style": "Be brief."})
@@ -57,7 +58,7 @@ def _failure(root: Path, host: str = "opencode") -> str:
 
 
 @pytest.mark.parametrize("host", ["opencode", "claude-code"])
-def test_verified_outputs_return_bytes_and_manifest_digest(tmp_path: Path, host: str) -> None:
+def test_verified_outputs_return_bytes_and_manifest_digest(tmp_path: Path, host: HostName) -> None:
     """A consistent build yields every file's bytes, sorted by path, and the manifest digest."""
     root = _built(tmp_path, host)
     outputs = read_native_outputs(root, host)
@@ -104,7 +105,7 @@ def test_verify_native_outputs_raises_a_diagnostic(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("host", ["opencode", "claude-code"])
-def test_missing_manifest(tmp_path: Path, host: str) -> None:
+def test_missing_manifest(tmp_path: Path, host: HostName) -> None:
     """No manifest means no build for that host."""
     root = tmp_path / "p"
     root.mkdir()

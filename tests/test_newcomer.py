@@ -17,12 +17,12 @@ import anyio
 from clikit import start_cli, wait_for
 from factory import make_project, scenario
 from standin import StandinHost, actions
+from stubcli import calls, write_stub
 
 from atlante_eval.hosts import TrialContext
 from atlante_eval.hosts.claude_code import ClaudeCodeHost, claude_settings
 from atlante_eval.options import RunOptions
 from atlante_eval.runner import execute_run
-from tests.realhost.stubcli import calls, write_stub
 
 CONSOLE = Path(sys.executable).with_name("atlante-eval")
 OUT_CHECK = [{"type": "file-exists", "path": "out.txt"}]

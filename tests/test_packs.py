@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factory import SCHEMA_V02, make_pack, make_project, scenario, tree_listing, write_json
 
 from atlante_eval.diagnostics import Diagnostic, DiagnosticError
 from atlante_eval.packs import (
@@ -17,7 +18,6 @@ from atlante_eval.packs import (
 )
 from atlante_eval.project import load_project
 from atlante_eval.suite import load_suite
-from tests.factory import SCHEMA_V02, make_pack, make_project, scenario, tree_listing, write_json
 
 PACK = "@acme/review"
 SUITE = {"scenarios": "eval/scenarios/*.eval.json"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ def test_a_path_leaving_the_root_is_outside(tmp_path: Path, relative: str) -> No
 def test_a_symlinked_component_is_a_symlink(tmp_path: Path) -> None:
     """A symbolic link anywhere along the path is refused with reason "symlink"."""
     (tmp_path / "real").mkdir()
-    os.symlink(tmp_path / "real", tmp_path / "link")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
     with pytest.raises(UnsafePathError) as caught:
         resolve_no_follow(tmp_path, "link/file")
     assert caught.value.reason == "symlink"
@@ -40,7 +39,7 @@ def test_a_root_that_is_not_a_directory_is_a_bad_root(tmp_path: Path) -> None:
 def test_fixture_resolution_branches_on_the_reason(tmp_path: Path) -> None:
     """A symlinked fixture path gets the symlink wording; a bad root the inspect wording."""
     (tmp_path / "real").mkdir()
-    os.symlink(tmp_path / "real", tmp_path / "fixture")
+    (tmp_path / "fixture").symlink_to(tmp_path / "real")
     with pytest.raises(SandboxError, match="traverses a symbolic link: fixture"):
         resolve_fixture(tmp_path, "fixture")
     root = tmp_path / "plain"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factory import SCHEMA_V01, SCHEMA_V02, make_project, tree_listing, write_json, write_text
 
 from atlante_eval.diagnostics import Diagnostic, DiagnosticError
 from atlante_eval.project import (
@@ -17,7 +18,6 @@ from atlante_eval.project import (
     find_config,
     load_project,
 )
-from tests.factory import SCHEMA_V01, SCHEMA_V02, make_project, tree_listing, write_json, write_text
 
 
 def _failure(path: Path) -> Diagnostic:

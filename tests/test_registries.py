@@ -9,6 +9,7 @@ from atlante_eval.checks import CHECK_KINDS
 from atlante_eval.choices import CheckType, HostName
 from atlante_eval.hosts.registry import HOST_FACTORIES, STREAM_PARSERS
 from atlante_eval.native import MANIFESTS
+from atlante_eval.preflight import HOST_BUILTIN_AGENTS
 from atlante_eval.scenarios import Check
 from atlante_eval.selftest_findings import CHECK_WORDING
 from atlante_eval.validation import CHECK_TAGS
@@ -32,6 +33,7 @@ def test_host_tables_have_exactly_the_host_names() -> None:
     assert set(HOST_FACTORIES) == names
     assert set(STREAM_PARSERS) == names
     assert set(MANIFESTS) == names
+    assert set(HOST_BUILTIN_AGENTS) == names
 
 
 def test_the_project_config_accepts_exactly_the_host_names() -> None:

@@ -35,10 +35,10 @@ from atlante_eval.runner import run_eval
 
 GRACE_S = 0.5
 TIMEOUT_MS = 1500
-#: How long pipes are drained after a host exits while a grandchild holds them.
-DRAIN_S = 2.0
-#: Slack for process start-up and grading on a loaded 2-core machine.
-MARGIN_MS = 2500
+#: How long the hostile programs sleep, hang or keep a daemon alive. A trial (or the
+#: run) that ends sooner was ended by the engine, not waited out: the only time bound
+#: these tests assert, and it does not depend on the machine's speed.
+HOSTILE_S = 60
 
 X_EXISTS = [{"type": "file-exists", "path": "x.txt"}]
 #: A program that double-forks a daemon (own session, no stdio) and exits at once.
@@ -49,7 +49,7 @@ DAEMON = (
     "    if os.fork() == 0:\n"
     "        null = os.open(os.devnull, os.O_RDWR)\n"
     "        [os.dup2(null, fd) for fd in (0, 1, 2)]\n"
-    "        time.sleep(60)\n"
+    f"        time.sleep({HOSTILE_S})\n"
     "    os._exit(0)\n"
 )
 WRITE_X = {"write": "x.txt", "content": "done\n"}
@@ -66,33 +66,32 @@ class Hostile:
     """A substring of the trial's error."""
     tokens: int | None = None
     checks: list[dict[str, Any]] = field(default_factory=lambda: list(X_EXISTS))
-    limit_ms: int = TIMEOUT_MS + int(GRACE_S * 1000) + MARGIN_MS
-    """Longest acceptable host-session duration."""
+    limit_ms: int = HOSTILE_S * 1000
+    """The session must end before this: the hostile program would still be running."""
 
 
 def _hostiles(outside: Path) -> list[Hostile]:
     return [
         Hostile(
             "ignores-sigterm",
-            ({"ignore_sigterm": True}, {"sleep": 60}),
+            ({"ignore_sigterm": True}, {"sleep": HOSTILE_S}),
             "timeout",
             error=f"trial exceeded {TIMEOUT_MS}ms",
         ),
         Hostile(
             "ignores-sigterm-with-grandchild",
-            ({"ignore_sigterm": True}, {"grandchild": 60}, {"sleep": 60}),
+            ({"ignore_sigterm": True}, {"grandchild": HOSTILE_S}, {"sleep": HOSTILE_S}),
             "timeout",
         ),
         Hostile(
             "grandchild-outlives-the-host",
-            ({"usage": 5}, WRITE_X, {"grandchild": 60}),
+            ({"usage": 5}, WRITE_X, {"grandchild": HOSTILE_S}),
             "pass",
             tokens=5,
-            limit_ms=int(DRAIN_S * 1000) + MARGIN_MS,
         ),
         Hostile(
             "daemon-outlives-the-host",
-            ({"daemon": 60}, {"usage": 2}, WRITE_X),
+            ({"daemon": HOSTILE_S}, {"usage": 2}, WRITE_X),
             "pass",
             tokens=2,
         ),
@@ -138,7 +137,7 @@ def _hostiles(outside: Path) -> list[Hostile]:
         ),
         Hostile(
             "closes-stdout-then-hangs",
-            ({"close_stdout": True}, {"ignore_sigterm": True}, {"sleep": 60}),
+            ({"close_stdout": True}, {"ignore_sigterm": True}, {"sleep": HOSTILE_S}),
             "timeout",
         ),
         Hostile(
@@ -216,8 +215,8 @@ def test_hostile_host_ends_as_the_right_verdict_in_time(outcome: Outcome, hostil
 
 
 def test_hostile_run_as_a_whole_is_bounded(outcome: Outcome) -> None:
-    """All hostile trials run concurrently, so the run ends soon after the slowest one."""
-    assert outcome.elapsed_s < (TIMEOUT_MS + MARGIN_MS) / 1000 + GRACE_S + DRAIN_S + 5
+    """The run ends although its hosts would not, and nothing outside the sandbox changed."""
+    assert outcome.elapsed_s < HOSTILE_S
     assert (outcome.outside / "answer.txt").read_text() == "42\n"
     assert len(list(outcome.outside.iterdir())) == 1
 

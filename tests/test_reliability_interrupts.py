@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,19 @@ from atlante_eval.runner import run_eval
 
 #: SIGTERM-to-SIGKILL grace period used by these tests.
 GRACE_S = 0.5
-#: What a run may take beyond the grace period to cancel, clean up and publish.
-MARGIN_S = 4.0
+#: How long the stubborn hosts, their grandchildren and daemons sleep. A run that
+#: ends sooner ended them; the only time bound asserted, and not one of speed.
+STUBBORN_S = 120
 
 FAST = actions({"write": "x.txt", "content": "done\n"}, {"usage": 5})
 #: A host that ignores SIGTERM, forks a grandchild holding its stdout open, and starts
 #: a daemon that leaves its process group: three processes per trial.
-STUBBORN = actions({"ignore_sigterm": True}, {"grandchild": 120}, {"daemon": 120}, {"sleep": 120})
+STUBBORN = actions(
+    {"ignore_sigterm": True},
+    {"grandchild": STUBBORN_S},
+    {"daemon": STUBBORN_S},
+    {"sleep": STUBBORN_S},
+)
 
 
 def _project(tmp_path: Path) -> Path:
@@ -79,21 +84,17 @@ def _assert_partial_report(project: Path) -> RunReport:
 def test_signal_cancels_the_run_and_publishes_a_partial_report(
     tmp_path: Path, sig: signal.Signals, keep: bool
 ) -> None:
-    """SIGINT/SIGTERM ends every host group within the grace, cleans up, and exits 3."""
+    """SIGINT/SIGTERM ends every host group (after the grace), cleans up, and exits 3."""
     project = _project(tmp_path)
     args = ["run", str(project), "--jobs", "4", *(["--keep"] if keep else [])]
     with cleaned_up(start_cli(args, tmp_path, grace_s=GRACE_S)) as cli:
         wait_for(lambda: _midway(cli.tmpdir, project))
         groups = {p.pgid for p in hosts_running(cli.tmpdir)}
         assert len(groups) == 4, "two host groups and two daemons in their own"
-        sent = time.monotonic()
         cli.signal(sig)
-        wait_for(lambda: not hosts_running(cli.tmpdir), timeout_s=GRACE_S + MARGIN_S)
-        hosts_gone = time.monotonic() - sent
-        status = cli.wait(timeout_s=GRACE_S + MARGIN_S)
-        exited = time.monotonic() - sent
-    assert hosts_gone < GRACE_S + 1.5
-    assert exited < GRACE_S + MARGIN_S
+        # Both waits end long before the hosts would end by themselves.
+        wait_for(lambda: not hosts_running(cli.tmpdir), timeout_s=STUBBORN_S / 2)
+        status = cli.wait(timeout_s=STUBBORN_S / 2)
     assert status == 3
     assert "error [eval-run-interrupted]" in cli.stderr
     assert "--resume" in cli.stderr
@@ -113,15 +114,12 @@ def test_second_interrupt_exits_at_once_and_kills_every_group(tmp_path: Path) ->
     with cleaned_up(start_cli(["run", str(project), "--jobs", "4"], tmp_path, grace_s=60)) as cli:
         wait_for(lambda: _midway(cli.tmpdir, project))
         cli.signal(signal.SIGINT)
-        wait_for(lambda: "interrupting" in cli.stderr, timeout_s=5)
-        time.sleep(0.3)
+        wait_for(lambda: "interrupting" in cli.stderr)
         assert len(hosts_running(cli.tmpdir)) == 6, "hosts ignore SIGTERM during the grace"
-        sent = time.monotonic()
         cli.signal(signal.SIGINT)
-        status = cli.wait(timeout_s=5)
-        exited = time.monotonic() - sent
-        wait_for(lambda: not hosts_running(cli.tmpdir), timeout_s=2)
-    assert exited < 2.0
+        # The grace is 60 s: exiting within half of it means the second Ctrl-C did not wait.
+        status = cli.wait(timeout_s=30)
+        wait_for(lambda: not hosts_running(cli.tmpdir))
     assert status == 130
     assert processes_marked(cli.tmpdir) == []
 
@@ -141,7 +139,6 @@ async def test_cancelling_run_eval_publishes_a_partial_report(
     """A cancel scope around run_eval publishes the finished trials and leaves nothing running."""
     project = _project(tmp_path)
     finished: list[Any] = []
-    cancelled_at: list[float] = []
 
     def on_event(event: ProgressEvent) -> None:
         if isinstance(event, TrialFinished):
@@ -154,13 +151,11 @@ async def test_cancelling_run_eval_publishes_a_partial_report(
                 # Polls /proc: no event tells when the hosts have started.
                 while len(finished) < 2 or len(hosts_running(tmpdir)) < 6:  # noqa: ASYNC110
                     await anyio.sleep(0.02)
-                cancelled_at.append(time.monotonic())
                 group.cancel_scope.cancel()
 
             group.start_soon(cancel_midway)
             await run_eval(project, host=StandinHost(), jobs=4, on_event=on_event)
             pytest.fail("run_eval returned although it was cancelled")
-        assert time.monotonic() - cancelled_at[0] < GRACE_S + MARGIN_S
         assert processes_marked(tmpdir) == []
         assert run_dirs(tmpdir) == []
     _assert_partial_report(project)

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reports import counts, report, write
 
 from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.reports_io import load_report
 from atlante_eval.results import statistics_of
-from tests.reports import counts, report, write
 
 # A report as the reference TypeScript tool writes it: no additive field at all.
 REFERENCE_REPORT: dict[str, Any] = {

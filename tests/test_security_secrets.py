@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 from clikit import processes_marked
 from factory import make_project, scenario
-
-from tests.realhost.stubcli import env_of, sessions, update_stub, write_stub
+from stubcli import env_of, sessions, update_stub, write_stub
 
 SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "aws-leak-7f3a9c01",
@@ -67,7 +66,7 @@ class SecretRun:
     stderr: str = ""
     status: int = -1
 
-    def dumped(self, name: str) -> list[dict[str, str]]:
+    def dumped(self, name: str) -> list[dict[str, Any]]:
         """Environments recorded in ``dumps/<name>.jsonl``."""
         path = self.dumps / f"{name}.jsonl"
         if not path.exists():

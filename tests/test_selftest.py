@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,19 +12,19 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import CheckDoc, make_project, scenario, write_json, write_text
 from typer.testing import CliRunner, Result
 
 from atlante_eval.cli import app
 from atlante_eval.diagnostics import CODES, Diagnostic, DiagnosticError
 from atlante_eval.report import RunReport
 from atlante_eval.selftest import SELFTEST_HOST, SelftestOutcome, run_selftest
-from tests.factory import make_project, scenario, write_json, write_text
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "examples" / "quickstart"
 PY = sys.executable
 
-WRITES_OUT = [
+WRITES_OUT: list[CheckDoc] = [
     {"type": "file-contains", "path": "out.txt", "pattern": "done"},
     {"type": "diff-allowlist", "allow": ["out.txt"]},
 ]
@@ -335,7 +334,7 @@ def test_solution_deletes_listed_paths_before_the_overlay(tmp_path: Path) -> Non
 
 def _symlinked_files_dir(directory: Path) -> None:
     (directory / "files").mkdir()
-    os.symlink("/etc/hostname", directory / "files" / "x")
+    (directory / "files" / "x").symlink_to("/etc/hostname")
 
 
 @pytest.mark.parametrize(
@@ -347,7 +346,7 @@ def _symlinked_files_dir(directory: Path) -> None:
         (lambda d: write_json(d / "delete.json", {"path": "x"}), "must be a JSON array"),
         (lambda d: write_text(d / "delete.json", "[1,"), "malformed JSON"),
         (lambda d: write_text(d / "files" / ".git" / "config", "x"), "forbidden entry"),
-        (lambda d: os.symlink("/etc/hostname", d / "files-link"), "unexpected entries"),
+        (lambda d: (d / "files-link").symlink_to("/etc/hostname"), "unexpected entries"),
         (_symlinked_files_dir, "files/x is a symbolic link"),
     ],
 )
@@ -445,8 +444,8 @@ def test_check_that_reaches_no_verdict_is_reported(
     tmp_path: Path, check: dict[str, Any], setup: list[str] | None, cause: str
 ) -> None:
     """A check that errors at run time (missing tool, symlinked path) is selftest-check-error."""
-    extra = {"setup": setup} if setup else {}
-    checks = [check, {"type": "file-exists", "path": "out.txt"}]
+    extra: dict[str, Any] = {"setup": setup} if setup else {}
+    checks: list[CheckDoc] = [check, {"type": "file-exists", "path": "out.txt"}]
     root = make_project(tmp_path / "p", scenarios=[scenario("s", checks=checks, **extra)])
     _solution(root, "s", {"out.txt": "done\n"})
     outcome = _selftest(root, tmp_path)

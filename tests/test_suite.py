@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from atlante_eval.diagnostics import DiagnosticError
-from atlante_eval.suite import Suite, load_suite
-from tests.factory import (
+from factory import (
     BAD_PROJECTS,
     BadProject,
     make_multi_project,
@@ -18,6 +15,9 @@ from tests.factory import (
     tree_listing,
     write_native,
 )
+
+from atlante_eval.diagnostics import DiagnosticError
+from atlante_eval.suite import Suite, load_suite
 
 
 def _load(root: Path, **kwargs: object) -> Suite:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def _run(normalizer: Normalizer, events: list[dict[str, Any]]) -> list[Transcrip
     return entries + normalizer.finish(len(events))
 
 
-def _kinds(entries: list[TranscriptEntry]) -> list[str]:
+def _kinds(entries: Sequence[TranscriptEntry]) -> list[str]:
     return [e.kind for e in entries if not isinstance(e, UsageEntry)]
 
 

@@ -36,6 +36,10 @@ class _Writer(TranscriptWriter):
         self.directory = tmp_path / "trials" / "s" / "0"
         self.path = tmp_path / self.relative_path
 
+    def __enter__(self) -> _Writer:
+        self.open()
+        return self
+
 
 def _writer(tmp_path: Path, **limits: int) -> _Writer:
     return _Writer(tmp_path, TranscriptLimits(**limits))

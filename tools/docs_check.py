@@ -6,7 +6,8 @@ Run from the repository root::
 
 Fails (exit status 1, one line per problem on stderr) when a code of
 :data:`atlante_eval.diagnostics.CODES` is not documented in
-``docs/diagnostics.md``, or when a relative Markdown link in ``docs/*.md`` or
+``docs/diagnostics.md``, when the table of public names in ``docs/python-api.md``
+is out of date (see :mod:`tools.public_api`), or when a relative Markdown link in ``docs/*.md`` or
 ``README.md`` points at a file (or a heading anchor in a Markdown file) that does
 not exist.
 """
@@ -20,6 +21,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from atlante_eval.diagnostics import CODES
+
+from . import public_api
 
 __all__ = ["check_docs", "main"]
 
@@ -105,6 +108,7 @@ def check_docs(root: Path = ROOT, codes: Iterable[str] = CODES) -> list[str]:
             f"docs/diagnostics.md: code `{code}` is not documented"
             for code in sorted(set(codes) - documented)
         )
+    problems.extend(public_api.problems(root))
     documents = [*sorted((root / "docs").glob("*.md")), root / "README.md"]
     for document in documents:
         if document.is_file():

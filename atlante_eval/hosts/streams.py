@@ -179,7 +179,7 @@ def _from_string(value: object) -> tuple[str, str] | None:
     return None
 
 
-def find_model(
+def find_model(  # noqa: C901 - one walk over every model-carrying shape of both hosts' events
     value: object, *, _depth: int = 0, _container: bool = False
 ) -> tuple[str, str] | None:
     """Search an OpenCode event for a ``(provider, model)`` pair.
@@ -378,7 +378,9 @@ class ClaudeStream:
                 self.usage.observe_model(model.strip())
                 return
 
-    def _result(self, event: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]) -> None:
+    def _result(  # noqa: C901 - every field of Claude's result event, in one place
+        self, event: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]
+    ) -> None:
         self.result_seen = True
         # ``modelUsage`` is the session's cumulative total, subagents included; ``usage``
         # counts only the main agent's calls since the previous result event.

@@ -214,7 +214,7 @@ def run_host(
     logs = Path(env["TMPDIR"])
     out_path, err_path = logs / "host.stdout", logs / "host.stderr"
     start = time.monotonic()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+    with Path(out_path).open("wb") as out, Path(err_path).open("wb") as err:
         process = subprocess.Popen(
             list(argv),
             cwd=cwd,

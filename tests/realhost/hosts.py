@@ -91,7 +91,7 @@ def is_current(prefix: Path) -> bool:
 def _locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` so concurrent test runs install only once."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
+    with Path(path).open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -118,7 +118,7 @@ def install_hosts(prefix: Path, *, npm: str = "npm", timeout: float = INSTALL_TI
         argv = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", *specs]
         log = staging.parent / f".{prefix.name}.install.log"
         try:
-            with open(log, "w") as out:
+            with Path(log).open("w") as out:
                 subprocess.run(
                     argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=True
                 )

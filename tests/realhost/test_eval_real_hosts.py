@@ -33,10 +33,10 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import CheckDoc, make_project, scenario
 
 from atlante_eval.report import RunReport, TrialResult
 from atlante_eval.runner import run_eval
-from tests.factory import make_project, scenario
 
 from .fixtures import require_hosts
 from .hostrun import proxy_trap_env
@@ -99,7 +99,7 @@ def scripts() -> list[Script]:
 
 def scenarios(host: str) -> list[dict[str, Any]]:
     """Return the main run's scenarios."""
-    hello = [
+    hello: list[CheckDoc] = [
         {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
         {"type": "diff-allowlist", "allow": ["hello.txt"]},
     ]
@@ -142,7 +142,7 @@ def pair_scenario() -> dict[str, Any]:
 def marked_processes(marker: str) -> list[int]:
     """Return the pids of live processes whose environment holds ``marker``."""
     found = []
-    for entry in os.listdir("/proc"):
+    for entry in (p.name for p in Path("/proc").iterdir()):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
@@ -154,8 +154,11 @@ def marked_processes(marker: str) -> list[int]:
     return found
 
 
-def leftovers(marker: str, wait_s: float = 3.0) -> list[int]:
-    """Wait up to ``wait_s`` for marked processes to disappear; return those that stay."""
+def leftovers(marker: str, wait_s: float = 30.0) -> list[int]:
+    """Wait up to ``wait_s`` for marked processes to disappear; return those that stay.
+
+    ``wait_s`` is a hang guard for a loaded machine, not a speed bound.
+    """
     deadline = time.monotonic() + wait_s
     while (pids := marked_processes(marker)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -239,7 +242,8 @@ def host_run(
     marker = uuid.uuid4().hex
     model = "mock-model" if host == "claude-code" else "mock/mock-model"
     fixtures = {"eval/fixtures/app": {"README.md": "hi\n", "sub/keep.txt": "keep\n"}}
-    config = {"model": model, "budget": {"trials": 1, "maxTokens": MAX_TOKENS}}
+    budget: dict[str, Any] = {"trials": 1, "maxTokens": MAX_TOKENS}
+    config: dict[str, Any] = {"model": model, "budget": budget}
     with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
         variables, pass_env = _environment(host, mock, tmp, marker)
         patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -395,7 +399,7 @@ def test_model_latency_times_out(host_run: HostRun) -> None:
     timeout = SLOW_TIMEOUT_MS[host_run.host]
     assert trial.verdict == "timeout", trial.error
     assert trial.error == f"trial exceeded {timeout}ms"
-    assert timeout <= trial.duration_ms < timeout + 10_000
+    assert timeout <= trial.duration_ms < 120_000  # ended before the delayed answer came
     assert host_run.requests_for("slow")
 
 

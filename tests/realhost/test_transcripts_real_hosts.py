@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import make_project, scenario
 
 from atlante_eval import load_transcript
 from atlante_eval.report import RunReport, TrialResult
@@ -37,7 +38,6 @@ from atlante_eval.transcript import (
     ToolCallEntry,
     TranscriptEntry,
 )
-from tests.factory import make_project, scenario
 
 from .fixtures import require_hosts
 from .mock_model import CallTool, Fail, MockModelServer, Reply, RunBash, Script, WriteFile
@@ -177,7 +177,9 @@ def _raw_calls(recorded: Recorded, name: str) -> list[tuple[str, str, dict[str, 
     return calls
 
 
-def test_the_transcript_holds_exactly_the_scripted_calls_in_order(recorded: Recorded) -> None:
+def test_the_transcript_holds_exactly_the_scripted_calls_in_order(  # noqa: PLR0915 - one scripted session, entry by entry
+    recorded: Recorded,
+) -> None:
     trial = recorded.trial("tools")
     assert trial.verdict == "pass", (trial.error, trial.checks)
     entries = recorded.entries("tools")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import anyio
 import pytest
+from factory import make_project, scenario
 
 from atlante_eval.runner import run_eval
-from tests.factory import make_project, scenario
 
 from .fixtures import require_hosts
 from .mock_model import MockModelServer, Reply, RunBash, Script, WriteFile
