@@ -58,6 +58,7 @@ CODES: dict[str, str] = {
     "scenario-name-too-long": "A scenario name is longer than the trial directories allow.",
     "unknown-scenario-agent": "A scenario's task.agent is defined by no native output or host.",
     "invalid-scenario-fixture": "A scenario fixture is missing, not a directory, or unsafe.",
+    "pattern-nested-quantifier": "A check's regular expression repeats a repeated group (slow).",
     # pack suites
     "pack-eval-unreadable": "A selected pack's root preset cannot be read or parsed.",
     "invalid-pack-eval": "A selected pack's eval metadata does not match the schema.",

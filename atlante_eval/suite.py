@@ -100,8 +100,9 @@ def load_suite(
     discovered = tuple(sorted((*local, *suites.scenarios), key=lambda s: (s.name, s.source)))
     problems.extend(_duplicates(discovered))
     problems.extend(name_diagnostics(discovered))
-    if problems:
+    if any(problem.severity == "error" for problem in problems):
         raise DiagnosticError(problems)
+    discovery_warnings = [problem for problem in problems if problem.severity == "warning"]
 
     include_problems = include_diagnostics(project, suites)
     if include_problems:
@@ -128,7 +129,7 @@ def load_suite(
             s for s in selected if fnmatch.fnmatch(s.name, list(scenario_filter), flags=_NAME_FLAGS)
         ]
 
-    warnings: list[Diagnostic] = []
+    warnings: list[Diagnostic] = list(discovery_warnings)
     kept: list[Scenario] = []
     for scenario in selected:
         if is_included(scenario, config.include):
