@@ -7,7 +7,9 @@ scenario results; inside, it builds and runs its engine on
 :attr:`ActiveRun.run_root`. On the way out, also on error or cancellation and
 under a shielded scope, the run root is removed (unless ``keep``), the report is
 finalized (end time, wall time, ``interrupted``, ``cleanupFailures``) and
-published as ``report.json`` in the reserved directory.
+published as ``report.json`` in the reserved directory. Before that, anything in
+the run directory the engine did not write is moved aside and listed in
+``meta.tampered`` (see :meth:`ReportDir.sweep`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from .publish import (
     report_base,
     reserve_report_dir,
 )
-from .report import REPORT_FILE, CleanupFailure, Meta, RunReport, ScenarioResult, utc_timestamp
+from .report import (
+    REPORT_FILE,
+    CleanupFailure,
+    Meta,
+    RunReport,
+    ScenarioResult,
+    TamperedFile,
+    utc_timestamp,
+)
 from .results import finalize
 from .run_files import TRIALS_DIR, RunFiles
 from .sandbox import RemovalFailure, create_run_root, remove_tree
@@ -172,6 +182,7 @@ def _ended(meta: Meta, run: ActiveRun, *, started: float, keep: bool) -> Meta:
                 for f in run.cleanup_failures
             ]
             or None,
+            "tampered": _sweep(run.report_dir),
         }
     )
 
@@ -190,3 +201,11 @@ def cleanup_warning(failures: Sequence[RemovalFailure]) -> Diagnostic | None:
         next="remove it by hand (it may hold files an agent made unremovable); "
         "meta.cleanupFailures in the report lists every one",
     )
+
+
+def _sweep(report_dir: ReportDir) -> list[TamperedFile] | None:
+    """Move foreign entries out of the run directory; return them for the report."""
+    with contextlib.suppress(PublishError):  # publishing sweeps again and reports why not
+        report_dir.sweep()
+    entries = [TamperedFile(path=e.path, moved_to=e.moved_to) for e in report_dir.tampered]
+    return entries or None

@@ -29,13 +29,13 @@ from .events import (
 )
 from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
 from .hosts import Host, HostError, create_host
-from .journal import Journal, read_journal
+from .journal import JOURNAL_NAME, Journal, read_journal
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from .logs import bind_context, get_logger, unbind_context
 from .options import DEFAULT_JOBS, RunOptions, run_options
 from .plan import Plan, PlannedTrial, budget_skips, make_plan, resolve_budget
 from .preflight import model_diagnostics
-from .publish import report_base
+from .publish import report_base, tampering_warning
 from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
 from .run_files import RunFiles
@@ -434,6 +434,10 @@ async def execute_run(
             if left_behind is not None:
                 notices.append(left_behind)
                 await call_sink(on_event, DiagnosticNotice(left_behind))
+            if run.report_dir.tampered:
+                notice = tampering_warning(run.run_dir, run.report_dir.tampered)
+                notices.append(notice)
+                await call_sink(on_event, DiagnosticNotice(notice))
             await call_sink(on_event, RunFinished(run.run_id, run.stopped))
         except Exception as exc:  # noqa: BLE001 - the report is out; still an eval-run-failed
             failure = failure or exc
@@ -452,6 +456,7 @@ async def execute_run(
     ) as run:
         progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
         progress.run_files = run.files
+        run.report_dir.adopt(JOURNAL_NAME)
         if options.resume is not None and reused:
             # Reused trials keep their transcripts: the report's paths are relative to this run.
             await anyio.to_thread.run_sync(
