@@ -86,6 +86,7 @@ CODES: dict[str, str] = {
     "last-failed": "Which scenarios --last-failed selected, and from which report.",
     "eval-sessions-exceed-budget": "The plan needs more host sessions than maxSessions allows.",
     "report-unreadable": "A report file given to compare, merge or junit cannot be read.",
+    "output-failed": "Standard output could not take the output (closed pipe, full disk).",
     "merge-mismatch": "Reports given to merge are not the complete shards of one run.",
     "compare-host-differs": "compare: the two runs used different hosts or host versions.",
     "compare-model-differs": "compare: the two runs used different models.",
@@ -117,6 +118,7 @@ RUN_LEVEL_CODES: frozenset[str] = frozenset(
         "eval-run-failed",
         "eval-run-interrupted",
         "eval-report-failed",
+        "output-failed",
     }
 )
 

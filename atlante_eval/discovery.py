@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 from wcmatch import glob as wcglob
+from wcmatch._wcparse import PatternLimitException  # raised by wcmatch, exported only here
 
 from .diagnostics import Diagnostic, Location, error, sort_diagnostics, warning
 from .jsondoc import (
@@ -39,10 +40,20 @@ from .scenarios import (
 )
 from .validation import location_of, validation_diagnostics
 
-__all__ = ["GLOB_FLAGS", "Discovery", "discover_scenarios", "fixture_problem", "glob_files"]
+__all__ = [
+    "GLOB_FLAGS",
+    "GLOB_LIMIT",
+    "Discovery",
+    "PatternLimitException",
+    "discover_scenarios",
+    "fixture_problem",
+    "glob_files",
+]
 
 #: wcmatch flags: ``**`` spans directories, dotfiles match, braces expand.
 GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.BRACE
+#: Most patterns a glob's braces may expand to (wcmatch's default limit).
+GLOB_LIMIT = 1000
 _MAX_FIXTURE_DEPTH = 64
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SCENARIO_DOCS = "see docs/scenarios.md"
@@ -179,6 +190,10 @@ def _glob_problem(pattern: str) -> str | None:
         return "the glob must be relative to the root, not absolute"
     if ".." in normalized.split("/"):
         return "the glob must not climb out of the root with '..'"
+    try:
+        wcglob.compile(_normalize_glob(pattern), flags=GLOB_FLAGS, limit=GLOB_LIMIT)
+    except PatternLimitException:
+        return f"its braces expand to more than {GLOB_LIMIT} patterns"
     return None
 
 
@@ -219,7 +234,7 @@ def discover_scenarios(
             (
                 error(
                     "invalid-scenario-glob",
-                    f"invalid scenario glob {pattern!r}: {problem}",
+                    f"invalid scenario glob {pattern[:200]!r}: {problem}",
                     source=glob_source,
                     pointer=glob_pointer,
                     location=glob_location,

@@ -331,7 +331,7 @@ class Engine:
                     await ledger.settle(planned.position, took_session=False)
         extra: dict[str, object] = {"started_at": started_at}
         if self.options.keep and kept is not None:
-            extra["sandbox"] = str(kept)
+            extra["sandbox"] = display_path(str(kept))
         return result.model_copy(update=extra)
 
     def _context(self, planned: PlannedTrial, root: Path, state: Path) -> TrialContext:

@@ -42,6 +42,7 @@ from .report import (
     TamperedFile,
     utc_timestamp,
 )
+from .reports_io import display_path
 from .results import finalize
 from .run_files import TRIALS_DIR, RunFiles
 from .sandbox import RemovalFailure, create_run_root, remove_tree
@@ -175,7 +176,7 @@ def _ended(meta: Meta, run: ActiveRun, *, started: float, keep: bool) -> Meta:
         update={
             "ended_at": utc_timestamp(),
             "wall_time_ms": int((time.monotonic() - started) * 1000),
-            "run_root": str(run.run_root) if keep else None,
+            "run_root": display_path(run.run_root) if keep else None,
             "interrupted": True if run.stopped else None,
             "cleanup_failures": [
                 CleanupFailure(path=f.path, reason=f.reason, count=f.count)

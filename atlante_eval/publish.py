@@ -30,9 +30,11 @@ __all__ = [
     "PublishError",
     "ReportDir",
     "TamperedEntry",
+    "UnsafeOutputError",
     "atomic_write",
     "check_below",
     "check_no_symlinks",
+    "check_output_target",
     "check_unchanged",
     "dir_identity",
     "ensure_gitignore",
@@ -50,6 +52,40 @@ _RUN_ID_ATTEMPTS = 8
 
 class PublishError(Exception):
     """Raised when a report location is unsafe or cannot be written."""
+
+
+class UnsafeOutputError(PublishError):
+    """Raised by :func:`atomic_write` for a target that is neither a regular file nor new."""
+
+
+def check_output_target(path: Path) -> None:
+    """Refuse an output path that exists and is not a regular file (a FIFO, a device, a link).
+
+    Writing goes through a temporary file renamed over the target, which would
+    turn ``/dev/full`` or a FIFO into a plain file; such targets are refused instead.
+
+    Raises:
+        UnsafeOutputError: ``path`` is a directory, symlink, FIFO, socket or device.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise PublishError(f"cannot inspect {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise UnsafeOutputError(f"{path} is {kind}; refusing to replace it")
+
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -193,11 +229,13 @@ def atomic_write(path: Path, data: bytes, *, replace: bool = False) -> None:
     """Write ``data`` to ``path`` through a flushed temporary file.
 
     With ``replace=False`` the final name is created exclusively: an existing file
-    is never overwritten.
+    is never overwritten. With ``replace=True`` only a regular file is replaced.
 
     Raises:
+        UnsafeOutputError: the target exists and is not a regular file.
         PublishError: the directory is unsafe or the write failed.
     """
+    check_output_target(path)
     check_no_symlinks(path.parent)
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -271,20 +309,27 @@ def report_failed(
 ) -> DiagnosticError:
     """The one ``eval-report-failed`` diagnostic (exit 3): an output could not be written.
 
+    A target refused because it is a FIFO, a device, a directory or a symlink
+    (:class:`UnsafeOutputError`) is ``invalid-output-path`` instead (exit 2).
+
     Args:
         location: the file or directory that could not be written.
         exc: why (its text becomes the message's tail and the ``cause``).
         action: what failed, e.g. ``publish the report`` or ``write the JUnit file``.
         next: what the user should do.
     """
+    unsafe = isinstance(exc, UnsafeOutputError)
     return DiagnosticError(
         [
             error(
-                "eval-report-failed",
+                "invalid-output-path" if unsafe else "eval-report-failed",
                 f"could not {action}: {exc}",
                 source=str(location),
                 cause=str(exc),
-                next=next,
+                next="write to a new path or a regular file ('-' is standard output where "
+                "the option allows it)"
+                if unsafe
+                else next,
             )
         ]
     )

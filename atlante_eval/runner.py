@@ -37,6 +37,7 @@ from .plan import Plan, PlannedTrial, budget_skips, make_plan, resolve_budget
 from .preflight import model_diagnostics
 from .publish import report_base, tampering_warning
 from .report import Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
+from .reports_io import display_path, load_report
 from .results import scenario_result
 from .run_files import RunFiles
 from .scenarios import Scenario
@@ -227,8 +228,8 @@ def _last_failed(
     loaded: list[tuple[str, str, Path, RunReport]] = []
     for candidate in sorted(base.glob("*/report.json")) if base.is_dir() else []:
         try:
-            report = RunReport.model_validate_json(candidate.read_bytes())
-        except (OSError, ValueError):
+            report = load_report(candidate)  # bounded: a FIFO or /dev/zero is skipped
+        except DiagnosticError:
             continue
         # Run ids have one-second resolution: order by the recorded start time first.
         loaded.append((report.meta.started_at or "", candidate.parent.name, candidate, report))
@@ -414,7 +415,7 @@ async def execute_run(
         manifest_digest=suite.native.digest,
         plan_digest=digest,
         shard=str(shard) if shard is not None else None,
-        resumed_from=str(options.resume) if options.resume is not None else None,
+        resumed_from=display_path(options.resume) if options.resume is not None else None,
     )
     progress = _Progress(
         plan,

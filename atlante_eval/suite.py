@@ -15,7 +15,7 @@ from pathlib import Path
 from wcmatch import fnmatch
 
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
-from .discovery import discover_scenarios
+from .discovery import GLOB_LIMIT, PatternLimitException, discover_scenarios
 from .native import NativeOutputs, verify_native_outputs
 from .packs import discover_pack_suites, include_diagnostics, is_included
 from .preflight import agent_diagnostics, git_diagnostics, name_diagnostics
@@ -61,6 +61,23 @@ def _duplicates(scenarios: Sequence[Scenario]) -> list[Diagnostic]:
             )
         )
     return problems
+
+
+def _check_filters(filters: Sequence[str]) -> None:
+    """Refuse a ``--scenario`` pattern whose braces expand to too many patterns."""
+    for pattern in filters:
+        try:
+            fnmatch.compile(pattern, flags=_NAME_FLAGS, limit=GLOB_LIMIT)
+        except PatternLimitException:
+            raise DiagnosticError(
+                [
+                    error(
+                        "invalid-option",
+                        f"--scenario {pattern[:60]!r} expands to more than {GLOB_LIMIT} patterns",
+                        next="use fewer brace alternatives, or several --scenario options",
+                    )
+                ]
+            ) from None
 
 
 def load_suite(
@@ -109,6 +126,7 @@ def load_suite(
         raise DiagnosticError(include_problems)
 
     selected = list(discovered)
+    _check_filters(scenario_filter)
     if scenario_filter:
         names = sorted({s.name for s in discovered})
         unknown = sorted(

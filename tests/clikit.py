@@ -207,3 +207,30 @@ def isolated_tmpdir(monkeypatch: pytest.MonkeyPatch, directory: Path) -> Iterato
         yield directory
     finally:
         kill_marked(directory)
+
+
+#: The installed ``atlante-eval`` console script of this environment.
+CONSOLE = Path(sys.executable).with_name("atlante-eval")
+
+
+def console(
+    args: list[str],
+    *,
+    stdout: Any = subprocess.PIPE,
+    cwd: Path | None = None,
+    hang_guard_s: float = 120.0,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the installed console script; ``hang_guard_s`` only stops a hung test."""
+    return subprocess.run(
+        [str(CONSOLE), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+            "NO_COLOR": "1",
+        },
+        timeout=hang_guard_s,
+        check=False,
+    )
