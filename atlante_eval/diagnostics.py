@@ -80,6 +80,7 @@ CODES: dict[str, str] = {
     "eval-run-failed": "The run stopped on an unexpected error; a partial report was published.",
     "eval-run-interrupted": "The run was interrupted; finished trials are in a partial report.",
     "eval-report-failed": "The report could not be written.",
+    "eval-project-modified": "The project's scenarios, fixtures or native outputs changed mid-run.",
     "eval-run-dir-tampered": "Something else wrote into the run directory; it was moved aside.",
     "eval-resume-mismatch": "--resume points at a run directory that cannot be resumed.",
     "eval-cleanup-failed": "A trial sandbox or the run root could not be removed; the run went on.",

@@ -47,12 +47,21 @@ from .results import finalize
 from .run_files import TRIALS_DIR, RunFiles
 from .sandbox import RemovalFailure, create_run_root, remove_tree
 
-__all__ = ["ActiveRun", "EndHook", "ScenarioResults", "cleanup_warning", "run_lifecycle"]
+__all__ = [
+    "ActiveRun",
+    "EndHook",
+    "FinishHook",
+    "ScenarioResults",
+    "cleanup_warning",
+    "run_lifecycle",
+]
 
 #: Assembles the report's scenarios; called with whether the run stopped part-way.
 ScenarioResults = Callable[[bool], Mapping[str, ScenarioResult]]
 #: Called (shielded) once the report is published, even when the run was cancelled.
 EndHook = Callable[["ActiveRun"], Awaitable[None]]
+#: Called (shielded) before the report is assembled; returns extra ``Meta`` fields.
+FinishHook = Callable[[], Awaitable[Mapping[str, object]]]
 
 
 @dataclass
@@ -99,6 +108,7 @@ async def run_lifecycle(
     partial: bool = True,
     on_end: EndHook | None = None,
     decorate: Callable[[RunReport], RunReport] | None = None,
+    finish: FinishHook | None = None,
 ) -> AsyncIterator[ActiveRun]:
     """Reserve a run directory and a run root; publish the run's report on the way out.
 
@@ -113,6 +123,8 @@ async def run_lifecycle(
         on_end: called after publishing, shielded, also on cancellation.
         decorate: adds to the finalized report before it is published (e.g. an
             adaptive run's decision record), also on cancellation.
+        finish: called before the report is assembled, shielded; its fields are
+            added to the report's ``meta`` (e.g. ``project_modified``).
 
     Raises:
         DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
@@ -155,7 +167,8 @@ async def run_lifecycle(
                         remove_tree(run.run_dir / TRIALS_DIR)
                         run.run_dir.rmdir()
                 else:
-                    ended = _ended(meta, run, started=started, keep=keep)
+                    extra = dict(await finish()) if finish is not None else {}
+                    ended = _ended(meta, run, started=started, keep=keep, extra=extra)
                     run.report = finalize(
                         RunReport(
                             run_id=run.run_id, meta=ended, scenarios=dict(results(run.stopped))
@@ -170,10 +183,13 @@ async def run_lifecycle(
                 files.close()
 
 
-def _ended(meta: Meta, run: ActiveRun, *, started: float, keep: bool) -> Meta:
-    """``meta`` completed with what is known once the run is over."""
+def _ended(
+    meta: Meta, run: ActiveRun, *, started: float, keep: bool, extra: Mapping[str, object]
+) -> Meta:
+    """``meta`` completed with what is known once the run is over (and ``extra`` fields)."""
     return meta.model_copy(
         update={
+            **extra,
             "ended_at": utc_timestamp(),
             "wall_time_ms": int((time.monotonic() - started) * 1000),
             "run_root": display_path(run.run_root) if keep else None,

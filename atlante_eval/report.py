@@ -478,6 +478,8 @@ class Meta(OutputModel):
     """Sandboxes or the run root left behind because they could not be removed (additive)."""
     tampered: list[TamperedFile] | None = None
     """Foreign entries found in the run directory and moved aside (additive)."""
+    project_modified: list[str] | None = None
+    """Project files the run's trials use that changed during the run (additive)."""
 
 
 class RunReport(OutputModel):

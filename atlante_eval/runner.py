@@ -16,7 +16,7 @@ from ._version import __version__
 from .adaptive import AdaptiveDriver, run_adaptive, settings_from_options
 from .choices import SELFTEST_HOST
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
-from .engine import Engine, EngineOptions, call_sink
+from .engine import Engine, EngineOptions, TrialGuard, call_sink
 from .events import (
     DiagnosticNotice,
     ProgressEvent,
@@ -29,6 +29,7 @@ from .events import (
 )
 from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
 from .hosts import Host, HostError, create_host
+from .integrity import ProjectWatch, modified_cause, watch_run_inputs
 from .journal import JOURNAL_NAME, Journal, read_journal
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from .logs import bind_context, get_logger, unbind_context
@@ -216,6 +217,30 @@ def _cause(failure: BaseException) -> str:
     return f"{causes[0]} (and {len(causes) - 1} other error(s))"
 
 
+def _guard(watch: ProjectWatch) -> TrialGuard:
+    """Refuse a trial whose documents, fixture or native outputs changed in the project."""
+
+    async def guard(planned: PlannedTrial) -> str | None:
+        await watch.refresh()
+        changed = watch.affecting(planned.scenario.name)
+        return modified_cause(changed) if changed else None
+
+    return guard
+
+
+def _modified_warning(project_root: Path, changed: Sequence[str]) -> Diagnostic:
+    """The run-level ``eval-project-modified`` warning."""
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    return warning(
+        "eval-project-modified",
+        f"the project was modified during the run: {shown}; trials that would have used "
+        "the changed files were not run (infra-error)",
+        source=display_path(project_root),
+        next="restore those files (e.g. `git status` / `git checkout` in the project); an agent "
+        "may be writing outside its sandbox (see docs/reliability.md)",
+    )
+
+
 def _last_failed(
     suite: Suite, options: RunOptions
 ) -> tuple[tuple[Scenario, ...], Diagnostic | None]:
@@ -298,12 +323,20 @@ def _check_pass_env(host: Host, names: Sequence[str]) -> None:
 
 
 def _fingerprints(
-    plan: Plan, suite: Suite, host: Host, model: str | None
+    plan: Plan, suite: Suite, host: Host, model: str | None, watch: ProjectWatch
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """Each scenario's fingerprint (for --resume) and definition digest (for compare)."""
+    """Snapshot the project's inputs; each scenario's fingerprint and definition digest.
+
+    The fingerprint (for --resume) and the definition digest (for compare) reuse the
+    snapshot's file digests: each fixture file is read once.
+    """
     assert suite.native is not None
+    watch.snapshot()
     timeouts = {t.scenario.name: t.timeout_ms for t in plan.trials}
-    definitions = {scenario.name: definition_digest(scenario) for scenario in plan.scenarios}
+    definitions = {
+        scenario.name: definition_digest(scenario, fixture=watch.tree_digest(scenario.fixture_path))
+        for scenario in plan.scenarios
+    }
     fingerprints = {
         scenario.name: scenario_fingerprint(
             scenario,
@@ -383,8 +416,9 @@ async def execute_run(
     if settings is not None:
         budget = budget.model_copy(update={"trials": max(settings.max_trials, budget.trials)})
     plan = make_plan(selected, budget)
+    watch = watch_run_inputs(suite.project.root, plan.scenarios, suite.native)
     fingerprints, definitions = await anyio.to_thread.run_sync(
-        _fingerprints, plan, suite, runner_host, config.model
+        _fingerprints, plan, suite, runner_host, config.model, watch
     )
     digest = plan_digest(plan, fingerprints)
     shard = options.shard
@@ -427,6 +461,10 @@ async def execute_run(
     )
     failure: BaseException | None = None
 
+    async def finish() -> dict[str, object]:
+        await watch.refresh()  # the end check: what changed since the last trial's
+        return {"project_modified": watch.changed() or None}
+
     async def on_end(run: ActiveRun) -> None:
         nonlocal failure
         log.info("run.end", interrupted=run.stopped, report=str(run.report_path))
@@ -435,8 +473,11 @@ async def execute_run(
             if left_behind is not None:
                 notices.append(left_behind)
                 await call_sink(on_event, DiagnosticNotice(left_behind))
-            if run.report_dir.tampered:
-                notice = tampering_warning(run.run_dir, run.report_dir.tampered)
+            late = [tampering_warning(run.run_dir, run.report_dir.tampered)]
+            late = late if run.report_dir.tampered else []
+            modified = watch.changed()
+            late += [_modified_warning(suite.project.root, modified)] if modified else []
+            for notice in late:
                 notices.append(notice)
                 await call_sink(on_event, DiagnosticNotice(notice))
             await call_sink(on_event, RunFinished(run.run_id, run.stopped))
@@ -454,6 +495,7 @@ async def execute_run(
         ),
         on_end=on_end,
         decorate=driver.decorate if driver is not None else None,
+        finish=finish,
     ) as run:
         progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
         progress.run_files = run.files
@@ -486,6 +528,7 @@ async def execute_run(
             on_trial=progress.trial_done,
             preset_sessions=dict.fromkeys(reused, True),
             cleanup_failures=run.cleanup_failures,
+            guard=_guard(watch),
         )
         try:
             with anyio.CancelScope() as scope:
