@@ -82,8 +82,11 @@ CODES: dict[str, str] = {
     "eval-report-failed": "The report could not be written.",
     "eval-project-modified": "The project's scenarios, fixtures or native outputs changed mid-run.",
     "eval-run-dir-tampered": "Something else wrote into the run directory; it was moved aside.",
+    "eval-journal-failed": "A finished trial could not be journaled (disk full); the run stopped.",
+    "eval-resume-busy": "--resume: another run is resuming that run directory, or it is running.",
     "eval-resume-mismatch": "--resume points at a run directory that cannot be resumed.",
     "eval-cleanup-failed": "A trial sandbox or the run root could not be removed; the run went on.",
+    "jobs-limited": "Too few open files are allowed for --jobs; fewer jobs run at once.",
     "last-failed": "Which scenarios --last-failed selected, and from which report.",
     "eval-sessions-exceed-budget": "The plan needs more host sessions than maxSessions allows.",
     "report-unreadable": "A report file given to compare, merge or junit cannot be read.",
@@ -120,6 +123,8 @@ RUN_LEVEL_CODES: frozenset[str] = frozenset(
         "eval-run-interrupted",
         "eval-report-failed",
         "output-failed",
+        "eval-journal-failed",
+        "eval-resume-busy",
     }
 )
 

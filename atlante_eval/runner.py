@@ -30,8 +30,9 @@ from .events import (
 from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
 from .hosts import Host, HostError, create_host
 from .integrity import ProjectWatch, modified_cause, watch_run_inputs
-from .journal import JOURNAL_NAME, Journal, read_journal
+from .journal import JOURNAL_NAME, Journal, JournalError, lock_for_resume, read_journal
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
+from .limits import DESCRIPTORS_PER_JOB, jobs_for_descriptors, raise_nofile_limit
 from .logs import bind_context, get_logger, unbind_context
 from .options import DEFAULT_JOBS, RunOptions, run_options
 from .plan import Plan, PlannedTrial, budget_skips, make_plan, resolve_budget
@@ -217,6 +218,51 @@ def _cause(failure: BaseException) -> str:
     return f"{causes[0]} (and {len(causes) - 1} other error(s))"
 
 
+def _journal_failure(failure: BaseException | None) -> JournalError | None:
+    """The journal write that stopped the run, if that is what stopped it."""
+    pending = [failure] if failure is not None else []
+    while pending:
+        current = pending.pop()
+        if isinstance(current, JournalError):
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+    return None
+
+
+def _journal_diagnostic(exc: JournalError, report_path: Path | None, run_dir: Path) -> Diagnostic:
+    """``eval-journal-failed``: what the journal failure did to the run and to its report."""
+    if report_path is None:
+        outcome = "the report could not be published either (see below)"
+        step = "free space on the report's file system (or choose --out elsewhere) and run again"
+    else:
+        outcome = f"a partial report with the finished trials was published at {report_path}"
+        step = f"free space on the report's file system, then run again with --resume {run_dir}"
+    return error(
+        "eval-journal-failed",
+        f"the run was stopped because a finished trial could not be recorded in the journal "
+        f"({exc.cause.strerror or exc.cause}); {outcome}",
+        source=display_path(run_dir),
+        cause=str(exc),
+        next=step,
+    )
+
+
+def _fit_jobs(options: RunOptions) -> tuple[RunOptions, list[Diagnostic]]:
+    """Raise the descriptor limit; run fewer jobs (with a warning) when it is still too low."""
+    limit = raise_nofile_limit()
+    jobs = jobs_for_descriptors(options.jobs, limit)
+    if jobs >= options.jobs:
+        return options, []
+    note = warning(
+        "jobs-limited",
+        f"--jobs {options.jobs} needs about {options.jobs * DESCRIPTORS_PER_JOB} open files, "
+        f"but only {limit} are allowed (ulimit -n): running {jobs} jobs at once",
+        next="raise the hard limit (ulimit -Hn, or LimitNOFILE= in a service) or lower --jobs",
+    )
+    return options.model_copy(update={"jobs": jobs}), [note]
+
+
 def _guard(watch: ProjectWatch) -> TrialGuard:
     """Refuse a trial whose documents, fixture or native outputs changed in the project."""
 
@@ -381,10 +427,27 @@ async def execute_run(
     """Run an evaluation and publish its report; see :func:`run_eval` for the options.
 
     Raises:
-        DiagnosticError: validation (exit 2) or a run-level problem (exit 3).
+        DiagnosticError: validation (exit 2) or a run-level problem (exit 3), e.g.
+            ``eval-resume-busy`` when another run resumes the same directory.
         EvalRunError: the run stopped part-way; a partial report was published.
     """
     options = options or RunOptions()
+    lock = lock_for_resume(options.resume) if options.resume is not None else None
+    try:
+        return await _execute_run(path, options, host=host, on_event=on_event, control=control)
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+async def _execute_run(
+    path: Path | str | None,
+    options: RunOptions,
+    *,
+    host: Host | None,
+    on_event: ProgressCallback | None,
+    control: RunControl | None,
+) -> RunOutcome:
     suite = load_suite(path, scenario_filter=list(options.scenarios))
     notices = list(suite.warnings)
     selected = suite.scenarios
@@ -392,6 +455,8 @@ async def execute_run(
         selected, note = _last_failed(suite, options)
         if note is not None:
             notices.append(note)
+    options, limited = _fit_jobs(options)
+    notices.extend(limited)
     for notice in notices:
         await call_sink(on_event, DiagnosticNotice(notice))
     config = suite.project.eval
@@ -485,81 +550,98 @@ async def execute_run(
             failure = failure or exc
         unbind_context("run_id", "host")
 
-    async with run_lifecycle(
-        project_root=suite.project.root,
-        out=options.out,
-        meta=meta,
-        keep=options.keep,
-        results=lambda stopped: _scenarios(
-            plan, progress, interrupted=stopped, run_files=progress.run_files
-        ),
-        on_end=on_end,
-        decorate=driver.decorate if driver is not None else None,
-        finish=finish,
-    ) as run:
-        progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
-        progress.run_files = run.files
-        run.report_dir.adopt(JOURNAL_NAME)
-        if options.resume is not None and reused:
-            # Reused trials keep their transcripts: the report's paths are relative to this run.
-            await anyio.to_thread.run_sync(
-                copy_trial_files,
-                Path(options.resume),
-                run.files,
-                [(plan.trials[p].scenario.name, plan.trials[p].index) for p in sorted(reused)],
-            )
-        bind_context(run_id=run.run_id, host=runner_host.name)
-        log.info("run.start", trials=len(positions), reused=len(reused), jobs=options.jobs)
-        engine = Engine(
-            plan=plan,
-            host=runner_host,
-            native=suite.native,
-            run_root=run.run_root,
-            options=EngineOptions(
-                jobs=options.jobs,
-                keep=options.keep,
-                model=config.model,
-                pass_env=options.pass_env,
-                retry_infra=options.retry_infra,
-                project_root=suite.project.root,
-                run_files=run.files,
+    try:
+        async with run_lifecycle(
+            project_root=suite.project.root,
+            out=options.out,
+            meta=meta,
+            keep=options.keep,
+            results=lambda stopped: _scenarios(
+                plan, progress, interrupted=stopped, run_files=progress.run_files
             ),
-            emit=progress.emit,
-            on_trial=progress.trial_done,
-            preset_sessions=dict.fromkeys(reused, True),
-            cleanup_failures=run.cleanup_failures,
-            guard=_guard(watch),
-        )
-        try:
-            with anyio.CancelScope() as scope:
-                control._scope = scope
-                if control.interrupted:
-                    scope.cancel()
-                try:
-                    await call_sink(
-                        on_event,
-                        RunStarted(
-                            run.run_id,
-                            len(positions),
-                            options.jobs,
-                            runner_host.name,
-                            plan.config,
-                        ),
-                    )
-                    if driver is not None:
-                        await run_adaptive(driver, engine, progress, reused)
-                    else:
-                        for position, result in sorted(reused.items()):
-                            await progress.trial_done(plan.trials[position], result)
-                        await engine.run([p for p in positions if p not in reused])
-                except Exception as exc:  # noqa: BLE001 - turned into eval-run-failed below
-                    failure = exc
-        finally:
-            progress.journal.close()
-        run.stopped = control.interrupted or failure is not None
+            on_end=on_end,
+            decorate=driver.decorate if driver is not None else None,
+            finish=finish,
+        ) as run:
+            try:
+                progress.journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
+            except JournalError as exc:
+                raise DiagnosticError([_journal_diagnostic(exc, None, run.run_dir)]) from None
+            progress.run_files = run.files
+            run.report_dir.adopt(JOURNAL_NAME)
+            if options.resume is not None and reused:
+                # Reused trials keep their transcripts: the report's paths are relative to this run.
+                await anyio.to_thread.run_sync(
+                    copy_trial_files,
+                    Path(options.resume),
+                    run.files,
+                    [(plan.trials[p].scenario.name, plan.trials[p].index) for p in sorted(reused)],
+                )
+            bind_context(run_id=run.run_id, host=runner_host.name)
+            log.info("run.start", trials=len(positions), reused=len(reused), jobs=options.jobs)
+            engine = Engine(
+                plan=plan,
+                host=runner_host,
+                native=suite.native,
+                run_root=run.run_root,
+                options=EngineOptions(
+                    jobs=options.jobs,
+                    keep=options.keep,
+                    model=config.model,
+                    pass_env=options.pass_env,
+                    retry_infra=options.retry_infra,
+                    project_root=suite.project.root,
+                    run_files=run.files,
+                ),
+                emit=progress.emit,
+                on_trial=progress.trial_done,
+                preset_sessions=dict.fromkeys(reused, True),
+                cleanup_failures=run.cleanup_failures,
+                guard=_guard(watch),
+            )
+            try:
+                with anyio.CancelScope() as scope:
+                    control._scope = scope
+                    if control.interrupted:
+                        scope.cancel()
+                    try:
+                        await call_sink(
+                            on_event,
+                            RunStarted(
+                                run.run_id,
+                                len(positions),
+                                options.jobs,
+                                runner_host.name,
+                                plan.config,
+                            ),
+                        )
+                        if driver is not None:
+                            await run_adaptive(driver, engine, progress, reused)
+                        else:
+                            for position, result in sorted(reused.items()):
+                                await progress.trial_done(plan.trials[position], result)
+                            await engine.run([p for p in positions if p not in reused])
+                    except Exception as exc:  # noqa: BLE001 - turned into eval-run-failed below
+                        failure = exc
+            finally:
+                progress.journal.close()
+            run.stopped = control.interrupted or failure is not None
+    except DiagnosticError as exc:
+        journal_failure = _journal_failure(failure)
+        if journal_failure is None or not any(
+            d.code == "eval-report-failed" for d in exc.diagnostics
+        ):
+            raise
+        first = _journal_diagnostic(journal_failure, None, run.run_dir)
+        raise DiagnosticError([first, *exc.diagnostics]) from None
     report, report_path, run_dir = run.report, run.report_path, run.run_dir
     assert report is not None
     assert report_path is not None
+    journal_failure = _journal_failure(failure)
+    if journal_failure is not None:
+        raise EvalRunError(
+            [_journal_diagnostic(journal_failure, report_path, run_dir)], report, report_path
+        )
     if failure is not None:
         raise EvalRunError(
             [

@@ -163,11 +163,13 @@ def start_cli(
     grace_s: float = 0.5,
     name: str = "cli",
     extra_env: dict[str, str] | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> CliRun:
     """Start ``standin_cli.py ARGS`` in its own session, output going to files.
 
     ``env`` replaces the environment (default :func:`cli_env`); ``extra_env`` is
-    added to the default one.
+    added to the default one; ``preexec`` runs in the child before the CLI starts
+    (e.g. to set a resource limit).
     """
     tmpdir = tmp_path / f"{name}-tmp"
     tmpdir.mkdir(exist_ok=True)
@@ -181,6 +183,7 @@ def start_cli(
             stderr=err,
             env=env if env is not None else cli_env(tmpdir, grace_s=grace_s, **(extra_env or {})),
             start_new_session=True,
+            preexec_fn=preexec,
         )
     return CliRun(process, tmpdir, stdout_path, stderr_path)
 

@@ -15,6 +15,7 @@ Actions (each a one-key object, or with extra keys as noted):
   {"chmod": PATH, "mode": INT}
   {"run": [ARGV...]}                    run a program (no shell) in the sandbox
   {"sleep": SECONDS}
+  {"wait_for": PATH}                    block until PATH exists (a test's go signal)
   {"usage": TOKENS, "cost": USD}        print a step_finish event (adds to the total)
   {"model": "provider/model"}           print an event naming the model
   {"event": OBJECT}                     print OBJECT as one JSON line
@@ -96,6 +97,9 @@ def perform(action: dict[str, object]) -> int | None:
         os.chmod(str(action["chmod"]), int(action["mode"]))  # type: ignore[call-overload]
     elif "run" in action:
         subprocess.run([str(a) for a in action["run"]], check=False)  # type: ignore[attr-defined]
+    elif "wait_for" in action:
+        while not os.path.lexists(str(action["wait_for"])):
+            time.sleep(0.01)
     elif "sleep" in action:
         time.sleep(float(action["sleep"]))  # type: ignore[arg-type]
     elif "usage" in action:
