@@ -45,6 +45,23 @@ def test_writing_into_the_fixtures_makes_later_trials_infra_errors(tmp_path: Pat
     assert run_dirs(cli.tmpdir) == []
 
 
+def test_without_the_check_the_planted_answer_passes_later_trials(tmp_path: Path) -> None:
+    """With the check off, the same attack makes later trials pass: the test sees the breach."""
+    project = make_project(
+        tmp_path / "project",
+        scenarios=[scenario("cheat", prompt=CHEAT, checks=[SOLVED])],
+        eval_extra={"budget": {"trials": 3}},
+    )
+    extra = {"ATLANTE_TEST_NO_PROJECT_GUARD": "1"}
+    args = ["run", str(project), "--jobs", "1"]
+    with cleaned_up(start_cli(args, tmp_path, extra_env=extra)) as cli:
+        assert cli.wait(timeout_s=120) == 1, cli.stderr
+    [run_dir] = report_dirs(project)
+    report = RunReport.model_validate_json((run_dir / "report.json").read_bytes())
+    assert [t.verdict for t in report.scenarios["cheat"].trials] == ["fail", "pass", "pass"]
+    assert report.meta.project_modified == ["eval/fixtures/app/README.md"], "the end check"
+
+
 def test_an_honest_run_reports_no_modification(tmp_path: Path) -> None:
     """Without writes into the project, every trial is graded and nothing is reported."""
     project = make_project(
