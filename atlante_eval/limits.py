@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 
+from .fstree import OPEN_DIRS
+
 __all__ = [
     "DESCRIPTORS_PER_JOB",
     "DESCRIPTOR_RESERVE",
@@ -18,8 +20,13 @@ __all__ = [
     "raise_nofile_limit",
 ]
 
-#: Descriptors one job may hold at its busiest (three trials in flight).
-DESCRIPTORS_PER_JOB = 24
+#: Three pipes and a pidfd: what one running subprocess holds.
+_PROCESS = 4
+#: Descriptors one job may hold at its busiest, three trials in flight: a session
+#: (its host process, transcript, raw stream and trial directory), an assembly (one
+#: git process), and a grading (a check or git process, the tree walk's open
+#: directories, a pattern search's pipe).
+DESCRIPTORS_PER_JOB = (_PROCESS + 3) + _PROCESS + (_PROCESS + OPEN_DIRS + 2)
 #: Descriptors kept for the engine itself (journal, report, logs, the interpreter).
 DESCRIPTOR_RESERVE = 64
 #: Largest soft limit asked for when the hard limit is unlimited.
