@@ -10,7 +10,6 @@ agent cannot point a check at a file outside the sandbox.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ from .choices import CheckType
 from .environment import allowed_env
 from .gitops import Changes
 from .paths import UnsafePathError, resolve_no_follow
+from .patterns import PatternError, compile_pattern, search, timeout_message
 from .process import run_process
 from .report import CheckResult, CheckVerdict
 from .sandbox import file_digest
@@ -132,10 +132,13 @@ async def _command(check: CommandCheck, ctx: CheckContext) -> Outcome:
         return "fail", evidence
     if check.output_matches is not None:
         try:
-            pattern = re.compile(check.output_matches)
-        except re.error as exc:
+            pattern = compile_pattern(check.output_matches)
+        except PatternError as exc:
             return "error", {"run": check.run, "cause": f"invalid outputMatches pattern: {exc}"}
-        if not pattern.search(combined):
+        outcome = await search(pattern, combined)
+        if outcome == "timeout":
+            return "fail", {**evidence, "cause": timeout_message()}
+        if outcome == "no-match":
             return "fail", evidence
     return "pass", evidence
 
@@ -169,7 +172,8 @@ def _read_limited(target: Path) -> bytes:
         os.close(fd)
 
 
-def _contains(check: FileContainsCheck, ctx: CheckContext) -> Outcome:
+def _contains_text(check: FileContainsCheck, ctx: CheckContext) -> Outcome | str:
+    """Return the file's text, or the verdict when the file is missing or not regular."""
     target = _resolve(ctx, check.path)
     try:
         info = os.lstat(target)
@@ -178,18 +182,31 @@ def _contains(check: FileContainsCheck, ctx: CheckContext) -> Outcome:
         return "fail", {"path": check.path, "exists": False}
     if not regular:
         return "fail", {"path": check.path, "exists": True}
-    text = _read_limited(target).decode("utf-8", errors="replace")
-    if not check.regex:
+    return _read_limited(target).decode("utf-8", errors="replace")
+
+
+async def _contains(check: FileContainsCheck, ctx: CheckContext) -> Outcome:
+    """Read the file off the event loop; search a regex in bounded time (see patterns)."""
+    pattern = None
+    if check.regex:
+        try:
+            pattern = compile_pattern(check.pattern)
+        except PatternError:
+            return "error", {"path": check.path, "cause": "invalid regular expression"}
+    text = await anyio.to_thread.run_sync(_contains_text, check, ctx)
+    if not isinstance(text, str):
+        return text
+    if pattern is None:
         if check.pattern in text:
             return "pass", {}
         return "fail", {"path": check.path, "pattern": check.pattern}
-    try:
-        pattern = re.compile(check.pattern)
-    except re.error:
-        return "error", {"path": check.path, "cause": "invalid regular expression"}
-    if pattern.search(text):
+    outcome = await search(pattern, text)
+    if outcome == "match":
         return "pass", {}
-    return "fail", {"path": check.path, "pattern": check.pattern, "regex": True}
+    evidence: dict[str, Any] = {"path": check.path, "pattern": check.pattern, "regex": True}
+    if outcome == "timeout":
+        evidence["cause"] = timeout_message()
+    return "fail", evidence
 
 
 def _unchanged(check: FileUnchangedCheck, ctx: CheckContext) -> Outcome:
@@ -272,7 +289,7 @@ CHECK_KINDS: dict[CheckType, CheckKind[Any]] = {
     "file-exists": CheckKind(FileExistsCheck, _in_thread(_file_exists)),
     "file-absent": CheckKind(FileAbsentCheck, _in_thread(_file_absent)),
     "file-unchanged": CheckKind(FileUnchangedCheck, _in_thread(_unchanged)),
-    "file-contains": CheckKind(FileContainsCheck, _in_thread(_contains)),
+    "file-contains": CheckKind(FileContainsCheck, _contains),
     "diff-allowlist": CheckKind(DiffAllowlistCheck, _now(_allowlist)),
 }
 

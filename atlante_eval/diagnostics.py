@@ -58,6 +58,7 @@ CODES: dict[str, str] = {
     "scenario-name-too-long": "A scenario name is longer than the trial directories allow.",
     "unknown-scenario-agent": "A scenario's task.agent is defined by no native output or host.",
     "invalid-scenario-fixture": "A scenario fixture is missing, not a directory, or unsafe.",
+    "pattern-nested-quantifier": "A check's regular expression repeats a repeated group (slow).",
     # pack suites
     "pack-eval-unreadable": "A selected pack's root preset cannot be read or parsed.",
     "invalid-pack-eval": "A selected pack's eval metadata does not match the schema.",
@@ -79,11 +80,17 @@ CODES: dict[str, str] = {
     "eval-run-failed": "The run stopped on an unexpected error; a partial report was published.",
     "eval-run-interrupted": "The run was interrupted; finished trials are in a partial report.",
     "eval-report-failed": "The report could not be written.",
+    "eval-project-modified": "The project's scenarios, fixtures or native outputs changed mid-run.",
+    "eval-run-dir-tampered": "Something else wrote into the run directory; it was moved aside.",
+    "eval-journal-failed": "A finished trial could not be journaled (disk full); the run stopped.",
+    "eval-resume-busy": "--resume: another run is resuming that run directory, or it is running.",
     "eval-resume-mismatch": "--resume points at a run directory that cannot be resumed.",
     "eval-cleanup-failed": "A trial sandbox or the run root could not be removed; the run went on.",
+    "jobs-limited": "Too few open files are allowed for --jobs; fewer jobs run at once.",
     "last-failed": "Which scenarios --last-failed selected, and from which report.",
     "eval-sessions-exceed-budget": "The plan needs more host sessions than maxSessions allows.",
     "report-unreadable": "A report file given to compare, merge or junit cannot be read.",
+    "output-failed": "Standard output could not take the output (closed pipe, full disk).",
     "merge-mismatch": "Reports given to merge are not the complete shards of one run.",
     "compare-host-differs": "compare: the two runs used different hosts or host versions.",
     "compare-model-differs": "compare: the two runs used different models.",
@@ -115,6 +122,9 @@ RUN_LEVEL_CODES: frozenset[str] = frozenset(
         "eval-run-failed",
         "eval-run-interrupted",
         "eval-report-failed",
+        "output-failed",
+        "eval-journal-failed",
+        "eval-resume-busy",
     }
 )
 

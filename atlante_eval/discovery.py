@@ -9,6 +9,7 @@ comments and trailing commas.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -18,8 +19,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 from wcmatch import glob as wcglob
+from wcmatch._wcparse import PatternLimitException  # raised by wcmatch, exported only here
 
-from .diagnostics import Diagnostic, Location, error, sort_diagnostics
+from .diagnostics import Diagnostic, Location, error, sort_diagnostics, warning
 from .jsondoc import (
     DocumentParseError,
     DocumentReadError,
@@ -27,13 +29,31 @@ from .jsondoc import (
     read_document,
 )
 from .paths import FORBIDDEN_SEGMENTS, split_segments
-from .scenarios import SCENARIO_SCHEMA_URI, Origin, Scenario, ScenarioDocument
+from .patterns import PATTERN_TIMEOUT_MS, has_nested_quantifier
+from .scenarios import (
+    SCENARIO_SCHEMA_URI,
+    CommandCheck,
+    FileContainsCheck,
+    Origin,
+    Scenario,
+    ScenarioDocument,
+)
 from .validation import location_of, validation_diagnostics
 
-__all__ = ["GLOB_FLAGS", "Discovery", "discover_scenarios", "fixture_problem", "glob_files"]
+__all__ = [
+    "GLOB_FLAGS",
+    "GLOB_LIMIT",
+    "Discovery",
+    "PatternLimitException",
+    "discover_scenarios",
+    "fixture_problem",
+    "glob_files",
+]
 
 #: wcmatch flags: ``**`` spans directories, dotfiles match, braces expand.
 GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.BRACE
+#: Most patterns a glob's braces may expand to (wcmatch's default limit).
+GLOB_LIMIT = 1000
 _MAX_FIXTURE_DEPTH = 64
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SCENARIO_DOCS = "see docs/scenarios.md"
@@ -170,6 +190,10 @@ def _glob_problem(pattern: str) -> str | None:
         return "the glob must be relative to the root, not absolute"
     if ".." in normalized.split("/"):
         return "the glob must not climb out of the root with '..'"
+    try:
+        wcglob.compile(_normalize_glob(pattern), flags=GLOB_FLAGS, limit=GLOB_LIMIT)
+    except PatternLimitException:
+        return f"its braces expand to more than {GLOB_LIMIT} patterns"
     return None
 
 
@@ -210,7 +234,7 @@ def discover_scenarios(
             (
                 error(
                     "invalid-scenario-glob",
-                    f"invalid scenario glob {pattern!r}: {problem}",
+                    f"invalid scenario glob {pattern[:200]!r}: {problem}",
                     source=glob_source,
                     pointer=glob_pointer,
                     location=glob_location,
@@ -357,4 +381,31 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
             value=value,
             next_step=f"fix the value at the position shown; {_SCENARIO_DOCS}",
         )
-    return Scenario(document=document, source=source, path=path, origin=origin, text=text), []
+    scenario = Scenario(document=document, source=source, path=path, origin=origin, text=text)
+    return scenario, _pattern_warnings(scenario)
+
+
+def _pattern_warnings(scenario: Scenario) -> list[Diagnostic]:
+    """Warn about regular expressions whose nested quantifiers may backtrack for long."""
+    found = []
+    for index, check in enumerate(scenario.document.checks):
+        if isinstance(check, FileContainsCheck) and check.regex:
+            pointer, source = f"/checks/{index}/pattern", check.pattern
+        elif isinstance(check, CommandCheck) and check.output_matches is not None:
+            pointer, source = f"/checks/{index}/outputMatches", check.output_matches
+        else:
+            continue
+        if has_nested_quantifier(source):
+            found.append(
+                warning(
+                    "pattern-nested-quantifier",
+                    f"pattern {json.dumps(source, ensure_ascii=True)} repeats a repeated group; "
+                    f"it can take exponential time, and a search is stopped after "
+                    f"{PATTERN_TIMEOUT_MS} ms (the check then fails)",
+                    source=scenario.source,
+                    pointer=pointer,
+                    location=location_of(scenario.text, pointer),
+                    next="rewrite the group without an inner + or * (e.g. (a+)+ as a+)",
+                )
+            )
+    return found

@@ -40,7 +40,7 @@ from .transcript import ErrorEntry
 from .transcript_writer import LOG_CHARS, Redactor, TranscriptWriter, cap_text
 from .treestate import display_path
 
-__all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialHook"]
+__all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialGuard", "TrialHook"]
 
 #: Most paths a trial's ``changedFiles`` lists (the rest are counted).
 CHANGED_FILES_LIMIT = 1000
@@ -50,6 +50,12 @@ log = get_logger("atlante_eval.engine")
 EventSink = Callable[[ProgressEvent], Awaitable[None]]
 #: Called with a finished trial and its plan position (e.g. to journal it).
 TrialHook = Callable[[PlannedTrial, TrialResult], Awaitable[None]]
+#: Returns why a trial must not run (e.g. its inputs in the project changed), or None.
+TrialGuard = Callable[[PlannedTrial], Awaitable[str | None]]
+
+
+class _Refused(Exception):
+    """Raised inside a trial when its guard refuses it; becomes the trial's infra-error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +179,8 @@ class Engine:
     """Plan positions already decided (resume): whether each took a session."""
     cleanup_failures: list[RemovalFailure] = field(default_factory=list)
     """Trial directories that could not be removed (the run goes on)."""
+    guard: TrialGuard | None = None
+    """Asked before each trial's assembly; a cause it returns makes the trial an infra-error."""
     _skeleton: Path | None = field(default=None, init=False, repr=False)
     """An empty repository copied into each sandbox instead of ``git init``."""
     _group: anyio.abc.TaskGroup | None = field(default=None, init=False, repr=False)
@@ -303,6 +311,9 @@ class Engine:
         took_session = False
         kept: Path | None = None
         try:
+            refusal = await self.guard(planned) if self.guard is not None else None
+            if refusal is not None:
+                raise _Refused(refusal)
             async with trial_sandbox(
                 self.run_root,
                 scenario,
@@ -318,6 +329,13 @@ class Engine:
                     await ledger.settle(planned.position, took_session=True)
                 await ticket.start_session()
                 result = await self._session(planned, sandbox, ticket)
+        except _Refused as exc:
+            result = TrialResult(
+                i=planned.index,
+                verdict="infra-error",
+                duration_ms=int((time.monotonic() - started) * 1000),
+                error=str(exc),
+            )
         except SandboxError as exc:
             kept = exc.trial_dir
             log_ref = self._keep_output(planned, "setup.log", exc.output) if exc.output else None
@@ -342,7 +360,7 @@ class Engine:
                     await ledger.settle(planned.position, took_session=False)
         extra: dict[str, object] = {"started_at": started_at}
         if self.options.keep and kept is not None:
-            extra["sandbox"] = str(kept)
+            extra["sandbox"] = display_path(str(kept))
         return result.model_copy(update=extra)
 
     def _context(self, planned: PlannedTrial, root: Path, state: Path) -> TrialContext:

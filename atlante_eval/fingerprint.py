@@ -56,16 +56,17 @@ def _files(root: Path) -> Iterable[tuple[str, Path]]:
                 yield relative, Path(entry.path)
 
 
-def definition_digest(scenario: Scenario) -> str:
+def definition_digest(scenario: Scenario, *, fixture: str | None = None) -> str:
     """Digest of what the scenario itself defines: its parsed document and fixture.
 
     Unlike :func:`scenario_fingerprint` it ignores the harness, host, model and
     budget, so two runs of different harness revisions can tell whether the
-    scenario changed between them.
+    scenario changed between them. ``fixture`` is the fixture's
+    :func:`fixture_digest` when it was computed already.
     """
     material = {
         "document": scenario.document.model_dump(mode="json", by_alias=True, exclude_none=True),
-        "fixture": fixture_digest(scenario.fixture_path),
+        "fixture": fixture if fixture is not None else fixture_digest(scenario.fixture_path),
     }
     encoded = json.dumps(material, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(encoded.encode()).hexdigest()

@@ -29,6 +29,7 @@ __all__ = [
     "ParsedDocument",
     "escape_pointer",
     "join_surrogates",
+    "json_depth",
     "locate_pointers",
     "parse_document",
     "pointer_from_loc",
@@ -140,6 +141,23 @@ _BARE_CONSTANT = re.compile(r'"(?:[^"\\\n]|\\.)*+"?|(-?Infinity|NaN)', re.DOTALL
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_depth(text: str) -> int:
+    """Return how deeply the arrays and objects of JSON ``text`` nest, without parsing it.
+
+    Brackets inside strings do not count; malformed text gives a number that the
+    parser then rejects anyway. Linear in the text, no recursion.
+    """
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    depth = deepest = 0
+    for char in brackets:
+        depth += _BRACKET_STEP[char]
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def join_surrogates(value: Any, *, text: str | None = None) -> Any:

@@ -7,7 +7,9 @@ scenario results; inside, it builds and runs its engine on
 :attr:`ActiveRun.run_root`. On the way out, also on error or cancellation and
 under a shielded scope, the run root is removed (unless ``keep``), the report is
 finalized (end time, wall time, ``interrupted``, ``cleanupFailures``) and
-published as ``report.json`` in the reserved directory.
+published as ``report.json`` in the reserved directory. Before that, anything in
+the run directory the engine did not write is moved aside and listed in
+``meta.tampered`` (see :meth:`ReportDir.sweep`).
 """
 
 from __future__ import annotations
@@ -31,17 +33,35 @@ from .publish import (
     report_base,
     reserve_report_dir,
 )
-from .report import REPORT_FILE, CleanupFailure, Meta, RunReport, ScenarioResult, utc_timestamp
+from .report import (
+    REPORT_FILE,
+    CleanupFailure,
+    Meta,
+    RunReport,
+    ScenarioResult,
+    TamperedFile,
+    utc_timestamp,
+)
+from .reports_io import display_path
 from .results import finalize
 from .run_files import TRIALS_DIR, RunFiles
 from .sandbox import RemovalFailure, create_run_root, remove_tree
 
-__all__ = ["ActiveRun", "EndHook", "ScenarioResults", "cleanup_warning", "run_lifecycle"]
+__all__ = [
+    "ActiveRun",
+    "EndHook",
+    "FinishHook",
+    "ScenarioResults",
+    "cleanup_warning",
+    "run_lifecycle",
+]
 
 #: Assembles the report's scenarios; called with whether the run stopped part-way.
 ScenarioResults = Callable[[bool], Mapping[str, ScenarioResult]]
 #: Called (shielded) once the report is published, even when the run was cancelled.
 EndHook = Callable[["ActiveRun"], Awaitable[None]]
+#: Called (shielded) before the report is assembled; returns extra ``Meta`` fields.
+FinishHook = Callable[[], Awaitable[Mapping[str, object]]]
 
 
 @dataclass
@@ -88,6 +108,7 @@ async def run_lifecycle(
     partial: bool = True,
     on_end: EndHook | None = None,
     decorate: Callable[[RunReport], RunReport] | None = None,
+    finish: FinishHook | None = None,
 ) -> AsyncIterator[ActiveRun]:
     """Reserve a run directory and a run root; publish the run's report on the way out.
 
@@ -102,6 +123,8 @@ async def run_lifecycle(
         on_end: called after publishing, shielded, also on cancellation.
         decorate: adds to the finalized report before it is published (e.g. an
             adaptive run's decision record), also on cancellation.
+        finish: called before the report is assembled, shielded; its fields are
+            added to the report's ``meta`` (e.g. ``project_modified``).
 
     Raises:
         DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
@@ -144,7 +167,8 @@ async def run_lifecycle(
                         remove_tree(run.run_dir / TRIALS_DIR)
                         run.run_dir.rmdir()
                 else:
-                    ended = _ended(meta, run, started=started, keep=keep)
+                    extra = dict(await finish()) if finish is not None else {}
+                    ended = _ended(meta, run, started=started, keep=keep, extra=extra)
                     run.report = finalize(
                         RunReport(
                             run_id=run.run_id, meta=ended, scenarios=dict(results(run.stopped))
@@ -159,19 +183,23 @@ async def run_lifecycle(
                 files.close()
 
 
-def _ended(meta: Meta, run: ActiveRun, *, started: float, keep: bool) -> Meta:
-    """``meta`` completed with what is known once the run is over."""
+def _ended(
+    meta: Meta, run: ActiveRun, *, started: float, keep: bool, extra: Mapping[str, object]
+) -> Meta:
+    """``meta`` completed with what is known once the run is over (and ``extra`` fields)."""
     return meta.model_copy(
         update={
+            **extra,
             "ended_at": utc_timestamp(),
             "wall_time_ms": int((time.monotonic() - started) * 1000),
-            "run_root": str(run.run_root) if keep else None,
+            "run_root": display_path(run.run_root) if keep else None,
             "interrupted": True if run.stopped else None,
             "cleanup_failures": [
                 CleanupFailure(path=f.path, reason=f.reason, count=f.count)
                 for f in run.cleanup_failures
             ]
             or None,
+            "tampered": _sweep(run.report_dir),
         }
     )
 
@@ -190,3 +218,11 @@ def cleanup_warning(failures: Sequence[RemovalFailure]) -> Diagnostic | None:
         next="remove it by hand (it may hold files an agent made unremovable); "
         "meta.cleanupFailures in the report lists every one",
     )
+
+
+def _sweep(report_dir: ReportDir) -> list[TamperedFile] | None:
+    """Move foreign entries out of the run directory; return them for the report."""
+    with contextlib.suppress(PublishError):  # publishing sweeps again and reports why not
+        report_dir.sweep()
+    entries = [TamperedFile(path=e.path, moved_to=e.moved_to) for e in report_dir.tampered]
+    return entries or None

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .diagnostics import Diagnostic, DiagnosticError, error
+from .publish import PublishError, check_output_target
 
 __all__ = ["check_output_paths", "output_path_problem"]
 
@@ -43,6 +44,10 @@ def output_path_problem(path: Path, *, directory: bool = False) -> str | None:
         return None
     if absolute.is_dir():
         return f"{path} is a directory"
+    try:
+        check_output_target(absolute)
+    except PublishError as exc:  # a FIFO, a device, a symlink: never replaced by a file
+        return str(exc)
     parent = absolute.parent
     if not parent.exists():
         return f"its directory {parent} does not exist"

@@ -6,6 +6,12 @@ The default location is ``<project>/.atlante/eval/<runId>/report.json`` (and
 ``mkdir`` (a collision re-rolls the id), and every file is written to a temporary
 name, flushed to disk, then linked into place, so a crash never leaves a
 half-written report and nothing existing is ever overwritten.
+
+The run directory is the engine's from the moment it is reserved. Before each
+publication (and before the report is assembled) anything in it the engine did
+not create itself (a forged ``report.json``, a replaced journal, any other file)
+is moved aside into ``tampered-<n>/`` in the same directory, kept, never
+deleted, and reported as tampering; so the real report is always published.
 """
 
 from __future__ import annotations
@@ -14,18 +20,21 @@ import contextlib
 import os
 import secrets
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from .diagnostics import DiagnosticError, error
+from .diagnostics import Diagnostic, DiagnosticError, error, warning
 
 __all__ = [
     "PublishError",
     "ReportDir",
+    "TamperedEntry",
+    "UnsafeOutputError",
     "atomic_write",
     "check_below",
     "check_no_symlinks",
+    "check_output_target",
     "check_unchanged",
     "dir_identity",
     "ensure_gitignore",
@@ -35,6 +44,7 @@ __all__ = [
     "report_failed",
     "reserve_report_dir",
     "reserve_run_dir",
+    "tampering_warning",
 ]
 
 _RUN_ID_ATTEMPTS = 8
@@ -42,6 +52,40 @@ _RUN_ID_ATTEMPTS = 8
 
 class PublishError(Exception):
     """Raised when a report location is unsafe or cannot be written."""
+
+
+class UnsafeOutputError(PublishError):
+    """Raised by :func:`atomic_write` for a target that is neither a regular file nor new."""
+
+
+def check_output_target(path: Path) -> None:
+    """Refuse an output path that exists and is not a regular file (a FIFO, a device, a link).
+
+    Writing goes through a temporary file renamed over the target, which would
+    turn ``/dev/full`` or a FIFO into a plain file; such targets are refused instead.
+
+    Raises:
+        UnsafeOutputError: ``path`` is a directory, symlink, FIFO, socket or device.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise PublishError(f"cannot inspect {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise UnsafeOutputError(f"{path} is {kind}; refusing to replace it")
+
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -185,11 +229,13 @@ def atomic_write(path: Path, data: bytes, *, replace: bool = False) -> None:
     """Write ``data`` to ``path`` through a flushed temporary file.
 
     With ``replace=False`` the final name is created exclusively: an existing file
-    is never overwritten.
+    is never overwritten. With ``replace=True`` only a regular file is replaced.
 
     Raises:
+        UnsafeOutputError: the target exists and is not a regular file.
         PublishError: the directory is unsafe or the write failed.
     """
+    check_output_target(path)
     check_no_symlinks(path.parent)
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -263,20 +309,27 @@ def report_failed(
 ) -> DiagnosticError:
     """The one ``eval-report-failed`` diagnostic (exit 3): an output could not be written.
 
+    A target refused because it is a FIFO, a device, a directory or a symlink
+    (:class:`UnsafeOutputError`) is ``invalid-output-path`` instead (exit 2).
+
     Args:
         location: the file or directory that could not be written.
         exc: why (its text becomes the message's tail and the ``cause``).
         action: what failed, e.g. ``publish the report`` or ``write the JUnit file``.
         next: what the user should do.
     """
+    unsafe = isinstance(exc, UnsafeOutputError)
     return DiagnosticError(
         [
             error(
-                "eval-report-failed",
+                "invalid-output-path" if unsafe else "eval-report-failed",
                 f"could not {action}: {exc}",
                 source=str(location),
                 cause=str(exc),
-                next=next,
+                next="write to a new path or a regular file ('-' is standard output where "
+                "the option allows it)"
+                if unsafe
+                else next,
             )
         ]
     )
@@ -292,9 +345,39 @@ def publish_error(location: Path, exc: Exception) -> DiagnosticError:
     )
 
 
+def tampering_warning(run_dir: Path, entries: list[TamperedEntry]) -> Diagnostic:
+    """The run-level ``eval-run-dir-tampered`` warning for entries moved aside."""
+    names = ", ".join(entry.path for entry in entries[:5])
+    more = f" and {len(entries) - 5} more" if len(entries) > 5 else ""
+    return warning(
+        "eval-run-dir-tampered",
+        f"something other than atlante-eval wrote into the run directory ({names}{more}); "
+        "it was moved aside and the real report published",
+        source=str(run_dir),
+        next="look at the tampered-* directories there; an agent may be writing outside "
+        "its sandbox (see docs/reliability.md)",
+    )
+
+
 def report_base(project_root: Path, out: Path | None) -> Path:
     """The report base directory: ``out``, else ``<project>/.atlante/eval``."""
     return out if out is not None else project_root / ".atlante" / "eval"
+
+
+#: Run-directory entries the engine creates as plain directories (transcripts).
+ENGINE_DIRS = frozenset({"trials"})
+_TAMPERED_PREFIX = "tampered-"
+_PUBLISH_ATTEMPTS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class TamperedEntry:
+    """A foreign entry found in a run directory and where it was moved."""
+
+    path: str
+    """Its name in the run directory."""
+    moved_to: str
+    """Where it is now, relative to the run directory (``tampered-<n>/<name>``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,9 +388,70 @@ class ReportDir:
     path: Path
     identity: tuple[int, int]
     anchor: Path | None
+    owned: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Entries the engine created (name: device and inode)."""
+    tampered: list[TamperedEntry] = field(default_factory=list)
+    """Every foreign entry moved aside so far."""
+
+    def adopt(self, name: str) -> None:
+        """Record ``name``, just created by the engine, as the engine's own."""
+        self.owned[name] = dir_identity(self.path / name)
+
+    def _foreign(self, entry: os.DirEntry[str]) -> bool:
+        owned = self.owned.get(entry.name)
+        if owned is not None:
+            info = entry.stat(follow_symlinks=False)
+            return (info.st_dev, info.st_ino) != owned
+        return not (entry.name in ENGINE_DIRS and entry.is_dir(follow_symlinks=False))
+
+    def sweep(self) -> list[TamperedEntry]:
+        """Move every entry the engine did not create into a fresh ``tampered-<n>/``.
+
+        Returns the entries moved by this call (also appended to :attr:`tampered`).
+
+        Raises:
+            PublishError: the directory cannot be listed or an entry cannot be moved.
+        """
+        try:
+            check_unchanged(self.path, self.identity, anchor=self.anchor)
+            with os.scandir(self.path) as entries:
+                foreign = sorted(e.name for e in entries if self._foreign(e))
+            if not foreign:
+                return []
+            aside = self._aside_dir()
+            moved = []
+            for name in foreign:
+                try:
+                    os.rename(self.path / name, self.path / aside / name)
+                except FileNotFoundError:
+                    continue  # gone since it was listed
+                self.owned.pop(name, None)
+                moved.append(TamperedEntry(path=name, moved_to=f"{aside}/{name}"))
+        except OSError as exc:
+            raise PublishError(
+                f"cannot move foreign files aside in {self.path}: {exc.strerror or exc}"
+            ) from exc
+        self.tampered.extend(moved)
+        return moved
+
+    def _aside_dir(self) -> str:
+        """Create and own the first free ``tampered-<n>`` directory; return its name."""
+        number = 1
+        while True:
+            name = f"{_TAMPERED_PREFIX}{number}"
+            try:
+                os.mkdir(self.path / name, 0o700)
+            except FileExistsError:
+                number += 1
+                continue
+            self.adopt(name)
+            return name
 
     def publish(self, name: str, data: bytes) -> Path:
-        """Write ``name`` atomically into the run directory and return its path.
+        """Move foreign entries aside, then write ``name`` atomically; return its path.
+
+        A forgery planted under ``name`` (even during the publication) is moved aside,
+        so the engine's own file is the one published.
 
         Raises:
             DiagnosticError: ``eval-report-failed`` (exit 3) when the directory was
@@ -316,8 +460,16 @@ class ReportDir:
         """
         target = self.path / name
         try:
-            check_unchanged(self.path, self.identity, anchor=self.anchor)
-            atomic_write(target, data)
+            for attempt in range(_PUBLISH_ATTEMPTS):
+                self.sweep()
+                try:
+                    atomic_write(target, data)
+                except PublishError:
+                    if attempt + 1 < _PUBLISH_ATTEMPTS and os.path.lexists(target):
+                        continue  # planted between the sweep and the link: sweep again
+                    raise
+                break
+            self.adopt(name)
         except PublishError as exc:
             raise publish_error(self.path, exc) from None
         return target

@@ -36,6 +36,7 @@ __all__ = [
     "ScenarioStatistics",
     "ScenarioToolCalls",
     "Spread",
+    "TamperedFile",
     "ToolCallCounts",
     "Totals",
     "TrialAttempt",
@@ -423,6 +424,15 @@ class AdaptiveRecord(OutputModel):
     """Whether ``compare`` on the final counts makes every decision the run made."""
 
 
+class TamperedFile(OutputModel):
+    """A file or directory in the run directory the engine did not create (additive)."""
+
+    path: str
+    """Its name in the run directory."""
+    moved_to: str
+    """Where it was moved, relative to the run directory (kept, never deleted)."""
+
+
 class Meta(OutputModel):
     """Run metadata."""
 
@@ -466,6 +476,10 @@ class Meta(OutputModel):
     """Set when the run was interrupted or failed part-way (additive)."""
     cleanup_failures: list[CleanupFailure] | None = None
     """Sandboxes or the run root left behind because they could not be removed (additive)."""
+    tampered: list[TamperedFile] | None = None
+    """Foreign entries found in the run directory and moved aside (additive)."""
+    project_modified: list[str] | None = None
+    """Project files the run's trials use that changed during the run (additive)."""
 
 
 class RunReport(OutputModel):

@@ -7,24 +7,69 @@ and the statistics they lack are recomputed from their trials where needed
 (:func:`atlante_eval.results.statistics_of`). Two historical quirks of that tool
 are accepted: ``meta.config.checkTimeoutMs`` (the old name of
 ``checkTimeoutDefaultMs``) and fractional millisecond durations, which are rounded.
+
+Reading is bounded: only regular files are opened (a FIFO or a device is refused
+without blocking), at most :data:`MAX_REPORT_BYTES` are read, documents nested
+deeper than :data:`MAX_REPORT_DEPTH` and numbers beyond 18 digits (or infinite)
+are refused, so no report can hang, exhaust memory, or crash a reader.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from .diagnostics import DiagnosticError, error
+from .jsondoc import DocumentReadError, json_depth, read_document
 from .report import REPORT_FILE, REPORT_FORMAT_VERSION, RunReport
+from .treestate import display_path as _display_path
 
-__all__ = ["REPORT_FILE", "load_report", "report_path"]
+__all__ = [
+    "MAX_REPORT_BYTES",
+    "MAX_REPORT_DEPTH",
+    "REPORT_FILE",
+    "display_path",
+    "load_report",
+    "report_path",
+]
+
+#: Largest report file read back: 256 MiB.
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+#: Deepest nesting of arrays and objects accepted in a report.
+MAX_REPORT_DEPTH = 64
+#: Longest integer literal accepted (durations, counts, tokens): 18 digits.
+_MAX_INT_DIGITS = 18
+
+
+class _NumberOutOfRange(ValueError):
+    """Raised while parsing a report that holds a number no report can hold."""
+
+
+def _bounded_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > _MAX_INT_DIGITS:
+        raise _NumberOutOfRange(f"{literal[:24]}... has more than {_MAX_INT_DIGITS} digits")
+    return int(literal)
+
+
+def _bounded_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise _NumberOutOfRange(f"{literal[:24]} is out of range")
+    return value
+
 
 _DURATION_KEYS = frozenset({"durationMs", "meanDurationMs", "durationP95Ms", "wallTimeMs"})
 _SHOWN_ERRORS = 3
+
+
+def display_path(path: Path | str) -> str:
+    """Return ``path`` as report text (see :func:`treestate.display_path`: bytes as ``\\xNN``)."""
+    return _display_path(os.fspath(path))
 
 
 def report_path(path: Path | str) -> Path:
@@ -40,23 +85,39 @@ def load_report(path: Path | str) -> RunReport:
         DiagnosticError: ``report-unreadable`` (exit 2) with what went wrong and what to do.
     """
     file = report_path(path)
-    source = str(file)
-    try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
+    source = display_path(file)
+    if not os.path.lexists(file):
         raise _unreadable(
-            f"no report at {file}",
+            f"no report at {display_path(file)}",
             source,
             next_step="pass a report.json file or the run directory that contains one",
-        ) from None
-    except OSError as exc:
-        raise _unreadable(
-            f"cannot read {file}: {exc.strerror or exc}", source, cause=str(exc)
-        ) from None
+        )
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _unreadable(f"{file} is not UTF-8 text", source, cause=str(exc)) from None
+        text = read_document(file, max_bytes=MAX_REPORT_BYTES, follow_symlinks=True)
+    except DocumentReadError as exc:
+        raise _unreadable(
+            f"{source} {exc}",
+            source,
+            cause=str(exc),
+            next_step="pass a regular report.json file written by atlante-eval",
+        ) from None
+    depth = json_depth(text)
+    if depth > MAX_REPORT_DEPTH:
+        raise _unreadable(
+            f"{source} nests {depth} levels deep, more than the {MAX_REPORT_DEPTH} a report has",
+            source,
+            next_step="pass the report.json a run wrote; this file is not one",
+        )
+    try:
+        json.loads(text, parse_int=_bounded_int, parse_float=_bounded_float)
+    except _NumberOutOfRange as exc:
+        raise _unreadable(
+            f"{display_path(file)} holds a number no report can hold: {exc}",
+            source,
+            next_step="pass the report.json a run wrote; this file was edited or is not one",
+        ) from None
+    except ValueError:
+        pass  # reported with its position by the validation below
     try:
         return RunReport.model_validate_json(text)
     except ValidationError as exc:
@@ -74,8 +135,8 @@ def _invalid(file: Path, text: str, exc: ValidationError) -> DiagnosticError:
     errors = exc.errors(include_url=False, include_input=False)
     if errors and errors[0]["type"] == "json_invalid":
         return _unreadable(
-            f"{file} is not valid JSON",
-            str(file),
+            f"{display_path(file)} is not valid JSON",
+            display_path(file),
             cause=errors[0]["msg"],
             next_step="pass the report.json a run wrote; it may be truncated or edited",
         )
@@ -88,8 +149,8 @@ def _invalid(file: Path, text: str, exc: ValidationError) -> DiagnosticError:
     if version is not None and version > REPORT_FORMAT_VERSION:
         next_step = f"the report uses format version {version}; upgrade atlante-eval to read it"
     return _unreadable(
-        f"{file} is not a valid run report: {details}",
-        str(file),
+        f"{display_path(file)} is not a valid run report: {details}",
+        display_path(file),
         pointer=_pointer(errors[0]["loc"]) if errors else None,
         next_step=next_step,
     )

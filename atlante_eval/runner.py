@@ -16,7 +16,7 @@ from ._version import __version__
 from .adaptive import AdaptiveDriver, AdaptiveSettings, run_adaptive, settings_from_options
 from .choices import SELFTEST_HOST
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
-from .engine import Engine, EngineOptions, call_sink
+from .engine import Engine, EngineOptions, TrialGuard, call_sink
 from .events import (
     DiagnosticNotice,
     ProgressEvent,
@@ -29,14 +29,17 @@ from .events import (
 )
 from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
 from .hosts import Host, HostError, create_host
-from .journal import Journal, read_journal
+from .integrity import ProjectWatch, modified_cause, watch_run_inputs
+from .journal import JOURNAL_NAME, Journal, JournalError, lock_for_resume, read_journal
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
+from .limits import DESCRIPTORS_PER_JOB, jobs_for_descriptors, raise_nofile_limit
 from .logs import bind_context, get_logger, unbind_context
 from .options import DEFAULT_JOBS, RunOptions, run_options
 from .plan import Plan, PlannedTrial, budget_skips, make_plan, resolve_budget
 from .preflight import model_diagnostics
-from .publish import report_base
+from .publish import report_base, tampering_warning
 from .report import Meta, MetaConfig, RunReport, ScenarioResult, TrialResult, utc_timestamp
+from .reports_io import display_path, load_report
 from .results import scenario_result
 from .run_files import RunFiles
 from .scenarios import Scenario
@@ -215,6 +218,104 @@ def _cause(failure: BaseException) -> str:
     return f"{causes[0]} (and {len(causes) - 1} other error(s))"
 
 
+def _journal_failure(failure: BaseException | None) -> JournalError | None:
+    """The journal write that stopped the run, if that is what stopped it."""
+    pending = [failure] if failure is not None else []
+    while pending:
+        current = pending.pop()
+        if isinstance(current, JournalError):
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+    return None
+
+
+def _journal_diagnostic(exc: JournalError, report_path: Path | None, run_dir: Path) -> Diagnostic:
+    """``eval-journal-failed``: what the journal failure did to the run and to its report."""
+    if report_path is None:
+        outcome = "the report could not be published either (see below)"
+        step = "free space on the report's file system (or choose --out elsewhere) and run again"
+    else:
+        outcome = f"a partial report with the finished trials was published at {report_path}"
+        step = f"free space on the report's file system, then run again with --resume {run_dir}"
+    return error(
+        "eval-journal-failed",
+        f"the run was stopped because a finished trial could not be recorded in the journal "
+        f"({exc.cause.strerror or exc.cause}); {outcome}",
+        source=display_path(run_dir),
+        cause=str(exc),
+        next=step,
+    )
+
+
+def _with_journal_cause(
+    exc: DiagnosticError, failure: BaseException | None, run_dir: Callable[[], Path]
+) -> DiagnosticError:
+    """``exc``, led by ``eval-journal-failed`` when a journal failure kept the report out.
+
+    ``run_dir`` is asked only then: before the run directory is reserved there is none.
+    """
+    journal_failure = _journal_failure(failure)
+    if journal_failure is None or not any(d.code == "eval-report-failed" for d in exc.diagnostics):
+        return exc
+    first = _journal_diagnostic(journal_failure, None, run_dir())
+    return DiagnosticError([first, *exc.diagnostics])
+
+
+def _late_notices(run: ActiveRun, watch: ProjectWatch, project_root: Path) -> list[Diagnostic]:
+    """The warnings known once the report is out: leftovers, tampering, a modified project."""
+    notes: list[Diagnostic] = []
+    left_behind = cleanup_warning(run.cleanup_failures)
+    if left_behind is not None:
+        notes.append(left_behind)
+    if run.report_dir.tampered:
+        notes.append(tampering_warning(run.run_dir, run.report_dir.tampered))
+    modified = watch.changed()
+    if modified:
+        notes.append(_modified_warning(project_root, modified))
+    return notes
+
+
+def _fit_jobs(options: RunOptions, notices: list[Diagnostic]) -> RunOptions:
+    """Raise the descriptor limit; run fewer jobs when it is still too low, noting why."""
+    limit = raise_nofile_limit()
+    jobs = jobs_for_descriptors(options.jobs, limit)
+    if jobs >= options.jobs:
+        return options
+    note = warning(
+        "jobs-limited",
+        f"--jobs {options.jobs} needs about {options.jobs * DESCRIPTORS_PER_JOB} open files, "
+        f"but only {limit} are allowed (ulimit -n): running {jobs} jobs at once",
+        next="raise the hard limit (ulimit -Hn, or LimitNOFILE= in a service) or lower --jobs",
+    )
+    notices.append(note)
+    return options.model_copy(update={"jobs": jobs})
+
+
+def _guard(watch: ProjectWatch) -> TrialGuard:
+    """Refuse a trial whose documents, fixture or native outputs changed in the project."""
+
+    async def guard(planned: PlannedTrial) -> str | None:
+        await watch.refresh()
+        changed = watch.affecting(planned.scenario.name)
+        return modified_cause(changed) if changed else None
+
+    return guard
+
+
+def _modified_warning(project_root: Path, changed: Sequence[str]) -> Diagnostic:
+    """The run-level ``eval-project-modified`` warning."""
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    return warning(
+        "eval-project-modified",
+        f"the project was modified during the run: {shown}; trials that would have used "
+        "the changed files were not run (infra-error)",
+        source=display_path(project_root),
+        next="restore those files (e.g. `git status` / `git checkout` in the project); an agent "
+        "may be writing outside its sandbox (see docs/reliability.md)",
+    )
+
+
 def _last_failed(
     suite: Suite, options: RunOptions
 ) -> tuple[tuple[Scenario, ...], Diagnostic | None]:
@@ -227,8 +328,8 @@ def _last_failed(
     loaded: list[tuple[str, str, Path, RunReport]] = []
     for candidate in sorted(base.glob("*/report.json")) if base.is_dir() else []:
         try:
-            report = RunReport.model_validate_json(candidate.read_bytes())
-        except (OSError, ValueError):
+            report = load_report(candidate)  # bounded: a FIFO or /dev/zero is skipped
+        except DiagnosticError:
             continue
         # Run ids have one-second resolution: order by the recorded start time first.
         loaded.append((report.meta.started_at or "", candidate.parent.name, candidate, report))
@@ -260,6 +361,14 @@ def _last_failed(
         source=str(base),
     )
     return suite.scenarios, note
+
+
+def _budget_notes(
+    plan: Plan, positions: list[int], reused: Mapping[int, TrialResult], *, adaptive: bool
+) -> list[Diagnostic]:
+    """The maxSessions warning when the plan asks for more sessions than it allows."""
+    skips = 0 if adaptive else budget_skips(plan, positions, reused)
+    return [_budget_warning(plan, len(positions), skips)] if skips else []
 
 
 def _budget_warning(plan: Plan, planned: int, skips: int) -> Diagnostic:
@@ -297,12 +406,20 @@ def _check_pass_env(host: Host, names: Sequence[str]) -> None:
 
 
 def _fingerprints(
-    plan: Plan, suite: Suite, host: Host, model: str | None
+    plan: Plan, suite: Suite, host: Host, model: str | None, watch: ProjectWatch
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """Each scenario's fingerprint (for --resume) and definition digest (for compare)."""
+    """Snapshot the project's inputs; each scenario's fingerprint and definition digest.
+
+    The fingerprint (for --resume) and the definition digest (for compare) reuse the
+    snapshot's file digests: each fixture file is read once.
+    """
     assert suite.native is not None
+    watch.snapshot()
     timeouts = {t.scenario.name: t.timeout_ms for t in plan.trials}
-    definitions = {scenario.name: definition_digest(scenario) for scenario in plan.scenarios}
+    definitions = {
+        scenario.name: definition_digest(scenario, fixture=watch.tree_digest(scenario.fixture_path))
+        for scenario in plan.scenarios
+    }
     fingerprints = {
         scenario.name: scenario_fingerprint(
             scenario,
@@ -413,7 +530,7 @@ def _meta(suite: Suite, host: Host, plan: Plan, options: RunOptions, digest: str
         manifest_digest=suite.native.digest,
         plan_digest=digest,
         shard=str(options.shard) if options.shard is not None else None,
-        resumed_from=str(options.resume) if options.resume is not None else None,
+        resumed_from=display_path(options.resume) if options.resume is not None else None,
     )
 
 
@@ -426,10 +543,18 @@ async def _begin(
     digest: str,
     host: str,
 ) -> Journal:
-    """Open the run's journal, bring over reused trials' files, and log the start."""
-    journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
+    """Open the run's journal, bring over reused trials' files, and log the start.
+
+    Raises:
+        DiagnosticError: ``eval-journal-failed`` when the journal cannot be created.
+    """
+    try:
+        journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=digest)
+    except JournalError as exc:
+        raise DiagnosticError([_journal_diagnostic(exc, None, run.run_dir)]) from None
     progress.journal = journal
     progress.run_files = run.files
+    run.report_dir.adopt(JOURNAL_NAME)
     if options.resume is not None and reused:
         # Reused trials keep their transcripts: the report's paths are relative to this run.
         plan = progress.plan
@@ -452,8 +577,9 @@ def _engine(
     progress: _Progress,
     reused: Mapping[int, TrialResult],
     run: ActiveRun,
+    watch: ProjectWatch,
 ) -> Engine:
-    """The engine of one run, reporting to ``progress``."""
+    """The engine of one run, reporting to ``progress``, refusing trials whose inputs changed."""
     assert suite.native is not None
     return Engine(
         plan=plan,
@@ -473,6 +599,7 @@ def _engine(
         on_trial=progress.trial_done,
         preset_sessions=dict.fromkeys(reused, True),
         cleanup_failures=run.cleanup_failures,
+        guard=_guard(watch),
     )
 
 
@@ -513,6 +640,11 @@ def _stopped_error(
     run_dir: Path,
 ) -> EvalRunError | None:
     """The error of a run that stopped part-way (its partial report is published)."""
+    journal_failure = _journal_failure(failure)
+    if journal_failure is not None:
+        return EvalRunError(
+            [_journal_diagnostic(journal_failure, report_path, run_dir)], report, report_path
+        )
     if failure is not None:
         return EvalRunError(
             [
@@ -554,27 +686,45 @@ async def execute_run(
     """Run an evaluation and publish its report; see :func:`run_eval` for the options.
 
     Raises:
-        DiagnosticError: validation (exit 2) or a run-level problem (exit 3).
+        DiagnosticError: validation (exit 2) or a run-level problem (exit 3), e.g.
+            ``eval-resume-busy`` when another run resumes the same directory.
         EvalRunError: the run stopped part-way; a partial report was published.
     """
     options = options or RunOptions()
+    lock = lock_for_resume(options.resume) if options.resume is not None else None
+    try:
+        return await _execute_run(path, options, host=host, on_event=on_event, control=control)
+    finally:
+        if lock is not None:
+            lock.close()
+
+
+async def _execute_run(
+    path: Path | str | None,
+    options: RunOptions,
+    *,
+    host: Host | None,
+    on_event: ProgressCallback | None,
+    control: RunControl | None,
+) -> RunOutcome:
     suite = load_suite(path, scenario_filter=list(options.scenarios))
     selected, notices = _selection(suite, options)
+    options = _fit_jobs(options, notices)
     await _announce(on_event, notices)
     config = suite.project.eval
     budget, settings = await _budget(suite, options)
     runner_host = await _ready_host(host, suite, options)
     notices.extend(await _announce(on_event, _model_notes(runner_host, config.model)))
     plan = make_plan(selected, budget)
+    watch = watch_run_inputs(suite.project.root, plan.scenarios, suite.native)
     fingerprints, definitions = await anyio.to_thread.run_sync(
-        _fingerprints, plan, suite, runner_host, config.model
+        _fingerprints, plan, suite, runner_host, config.model, watch
     )
     digest = plan_digest(plan, fingerprints)
     positions, reused = _positions(plan, options, fingerprints)
     driver = AdaptiveDriver(settings, plan.scenarios, definitions) if settings else None
     notices.extend(await _announce(on_event, driver.notices() if driver is not None else []))
-    skips = budget_skips(plan, positions, reused) if driver is None else 0
-    await _announce(on_event, [_budget_warning(plan, len(positions), skips)] if skips else [])
+    await _announce(on_event, _budget_notes(plan, positions, reused, adaptive=driver is not None))
     control = control or RunControl()
     progress = _Progress(
         plan,
@@ -586,49 +736,57 @@ async def execute_run(
     )
     failure: BaseException | None = None
 
+    async def finish() -> dict[str, object]:
+        await watch.refresh()  # the end check: what changed since the last trial's
+        return {"project_modified": watch.changed() or None}
+
     async def on_end(run: ActiveRun) -> None:
         nonlocal failure
         log.info("run.end", interrupted=run.stopped, report=str(run.report_path))
         try:
-            left_behind = cleanup_warning(run.cleanup_failures)
-            if left_behind is not None:
-                notices.append(left_behind)
-                await call_sink(on_event, DiagnosticNotice(left_behind))
+            late = _late_notices(run, watch, suite.project.root)
+            notices.extend(await _announce(on_event, late))
             await call_sink(on_event, RunFinished(run.run_id, run.stopped))
         except Exception as exc:  # noqa: BLE001 - the report is out; still an eval-run-failed
             failure = failure or exc
         unbind_context("run_id", "host")
 
-    async with run_lifecycle(
-        project_root=suite.project.root,
-        out=options.out,
-        meta=_meta(suite, runner_host, plan, options, digest),
-        keep=options.keep,
-        results=lambda stopped: _scenarios(
-            plan, progress, interrupted=stopped, run_files=progress.run_files
-        ),
-        on_end=on_end,
-        decorate=driver.decorate if driver is not None else None,
-    ) as run:
-        journal = await _begin(run, progress, options, reused, digest=digest, host=runner_host.name)
-        engine = _engine(plan, suite, runner_host, options, progress, reused, run)
-        try:
-            started = RunStarted(
-                run.run_id, len(positions), options.jobs, runner_host.name, plan.config
+    try:
+        async with run_lifecycle(
+            project_root=suite.project.root,
+            out=options.out,
+            meta=_meta(suite, runner_host, plan, options, digest),
+            keep=options.keep,
+            results=lambda stopped: _scenarios(
+                plan, progress, interrupted=stopped, run_files=progress.run_files
+            ),
+            on_end=on_end,
+            decorate=driver.decorate if driver is not None else None,
+            finish=finish,
+        ) as run:
+            journal = await _begin(
+                run, progress, options, reused, digest=digest, host=runner_host.name
             )
-            failure = await _drive(
-                engine,
-                control=control,
-                on_event=on_event,
-                started=started,
-                progress=progress,
-                reused=reused,
-                pending=[p for p in positions if p not in reused],
-                driver=driver,
-            )
-        finally:
-            journal.close()
-        run.stopped = control.interrupted or failure is not None
+            engine = _engine(plan, suite, runner_host, options, progress, reused, run, watch)
+            try:
+                started = RunStarted(
+                    run.run_id, len(positions), options.jobs, runner_host.name, plan.config
+                )
+                failure = await _drive(
+                    engine,
+                    control=control,
+                    on_event=on_event,
+                    started=started,
+                    progress=progress,
+                    reused=reused,
+                    pending=[p for p in positions if p not in reused],
+                    driver=driver,
+                )
+            finally:
+                journal.close()
+            run.stopped = control.interrupted or failure is not None
+    except DiagnosticError as exc:
+        raise _with_journal_cause(exc, failure, lambda: run.run_dir) from None
     report, report_path, run_dir = run.report, run.report_path, run.run_dir
     assert report is not None
     assert report_path is not None

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from .choices import CheckType
+from .patterns import pattern_problem
 from .validation import NonEmptyStr, Regex, SandboxPath, StrictModel
 
 __all__ = [
@@ -105,7 +106,7 @@ class FileContainsCheck(StrictModel):
     path: SandboxPath
     """Sandbox-relative path."""
     regex: bool = False
-    """Treat ``pattern`` as a regular expression (Python ``re``)."""
+    """Treat ``pattern`` as a regular expression (Python ``re`` syntax, time-bounded)."""
     pattern: NonEmptyStr
     """Literal text, or a regular expression when ``regex`` is true."""
 
@@ -113,14 +114,11 @@ class FileContainsCheck(StrictModel):
     @classmethod
     def _compile_when_regex(cls, value: str, info: ValidationInfo) -> str:
         if info.data.get("regex") is True:
-            import re
-
-            try:
-                re.compile(value)
-            except re.error as exc:
+            problem = pattern_problem(value)
+            if problem is not None:
                 raise ValueError(
-                    f"pattern must be a valid regular expression when regex is true ({exc})"
-                ) from None
+                    f"pattern must be a valid regular expression when regex is true ({problem})"
+                )
         return value
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from wcmatch import fnmatch
 
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
-from .discovery import discover_scenarios
+from .discovery import GLOB_LIMIT, PatternLimitException, discover_scenarios
 from .native import NativeOutputs, verify_native_outputs
 from .packs import discover_pack_suites, include_diagnostics, is_included
 from .preflight import agent_diagnostics, git_diagnostics, name_diagnostics
@@ -63,6 +63,23 @@ def _duplicates(scenarios: Sequence[Scenario]) -> list[Diagnostic]:
     return problems
 
 
+def _check_filters(filters: Sequence[str]) -> None:
+    """Refuse a ``--scenario`` pattern whose braces expand to too many patterns."""
+    for pattern in filters:
+        try:
+            fnmatch.compile(pattern, flags=_NAME_FLAGS, limit=GLOB_LIMIT)
+        except PatternLimitException:
+            raise DiagnosticError(
+                [
+                    error(
+                        "invalid-option",
+                        f"--scenario {pattern[:60]!r} expands to more than {GLOB_LIMIT} patterns",
+                        next="use fewer brace alternatives, or several --scenario options",
+                    )
+                ]
+            ) from None
+
+
 def load_suite(
     path: Path | str | None = None,
     *,
@@ -100,14 +117,16 @@ def load_suite(
     discovered = tuple(sorted((*local, *suites.scenarios), key=lambda s: (s.name, s.source)))
     problems.extend(_duplicates(discovered))
     problems.extend(name_diagnostics(discovered))
-    if problems:
+    if any(problem.severity == "error" for problem in problems):
         raise DiagnosticError(problems)
+    discovery_warnings = [problem for problem in problems if problem.severity == "warning"]
 
     include_problems = include_diagnostics(project, suites)
     if include_problems:
         raise DiagnosticError(include_problems)
 
     selected = list(discovered)
+    _check_filters(scenario_filter)
     if scenario_filter:
         names = sorted({s.name for s in discovered})
         unknown = sorted(
@@ -128,7 +147,7 @@ def load_suite(
             s for s in selected if fnmatch.fnmatch(s.name, list(scenario_filter), flags=_NAME_FLAGS)
         ]
 
-    warnings: list[Diagnostic] = []
+    warnings: list[Diagnostic] = list(discovery_warnings)
     kept: list[Scenario] = []
     for scenario in selected:
         if is_included(scenario, config.include):

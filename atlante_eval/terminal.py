@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
-__all__ = ["printable", "shorten", "use_color"]
+if TYPE_CHECKING:
+    from .diagnostics import Diagnostic
 
-# C0 controls (newline and tab handled apart), DEL, C1 controls, and the Unicode
-# bidirectional overrides and isolates that reorder what a terminal shows.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+__all__ = ["printable", "safe_diagnostic", "shorten", "use_color"]
+
+# C0 controls (newline and tab handled apart), DEL, C1 controls, the Unicode
+# bidirectional overrides and isolates that reorder what a terminal shows, and
+# lone surrogates (the undecodable bytes of a non-UTF-8 path, which could not
+# even be encoded for the terminal).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_DIAGNOSTIC_TEXT = frozenset({"message", "source", "pointer", "expected", "next", "cause"})
 _LINE_BREAKS = re.compile("\r\n|[\n\r\t]")
 
 
@@ -23,6 +30,8 @@ def use_color(stream: object) -> bool:
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte os.fsdecode could not decode
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
@@ -37,6 +46,14 @@ def printable(text: str, *, multiline: bool = False) -> str:
     else:
         text = text.replace("\r\n", "\n").replace("\r", "\\r")
     return _CONTROL.sub(_escape, text)
+
+
+def safe_diagnostic(diagnostic: Diagnostic) -> Diagnostic:
+    """Return ``diagnostic`` with every text field made :func:`printable` (lines kept)."""
+    texts = diagnostic.model_dump(include=set(_DIAGNOSTIC_TEXT))
+    return diagnostic.model_copy(
+        update={k: printable(v, multiline=True) for k, v in texts.items() if isinstance(v, str)}
+    )
 
 
 def shorten(text: str, width: int) -> str:

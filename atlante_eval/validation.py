@@ -22,6 +22,7 @@ from .choices import CheckType
 from .diagnostics import Diagnostic, Location, error
 from .jsondoc import locate_pointers, pointer_from_loc
 from .paths import sandbox_path_problem
+from .patterns import pattern_problem
 
 __all__ = [
     "CHECK_TAGS",
@@ -58,10 +59,9 @@ def _check_sandbox_path(value: str) -> str:
 
 
 def _check_regex(value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"must be a valid regular expression (Python re): {exc}") from None
+    problem = pattern_problem(value)
+    if problem is not None:
+        raise ValueError(f"must be a valid regular expression (Python re): {problem}")
     return value
 
 

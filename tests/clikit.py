@@ -166,11 +166,13 @@ def start_cli(
     grace_s: float = 0.5,
     name: str = "cli",
     extra_env: dict[str, str] | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> CliRun:
     """Start ``standin_cli.py ARGS`` in its own session, output going to files.
 
     ``env`` replaces the environment (default :func:`cli_env`); ``extra_env`` is
-    added to the default one.
+    added to the default one; ``preexec`` runs in the child before the CLI starts
+    (e.g. to set a resource limit).
     """
     tmpdir = tmp_path / f"{name}-tmp"
     tmpdir.mkdir(exist_ok=True)
@@ -184,6 +186,7 @@ def start_cli(
             stderr=err,
             env=env if env is not None else cli_env(tmpdir, grace_s=grace_s, **(extra_env or {})),
             start_new_session=True,
+            preexec_fn=preexec,
         )
     return CliRun(process, tmpdir, stdout_path, stderr_path)
 
@@ -210,3 +213,30 @@ def isolated_tmpdir(monkeypatch: pytest.MonkeyPatch, directory: Path) -> Iterato
         yield directory
     finally:
         kill_marked(directory)
+
+
+#: The installed ``atlante-eval`` console script of this environment.
+CONSOLE = Path(sys.executable).with_name("atlante-eval")
+
+
+def console(
+    args: list[str],
+    *,
+    stdout: Any = subprocess.PIPE,
+    cwd: Path | None = None,
+    hang_guard_s: float = 120.0,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the installed console script; ``hang_guard_s`` only stops a hung test."""
+    return subprocess.run(
+        [str(CONSOLE), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+            "NO_COLOR": "1",
+        },
+        timeout=hang_guard_s,
+        check=False,
+    )

@@ -3,8 +3,11 @@
 Run as ``python tests/standin_cli.py run PROJECT ...``: every configured host name
 runs :class:`standin.StandinHost`, so a test can send real signals to a real
 process. ``ATLANTE_TEST_GRACE_S`` shortens the SIGTERM-to-SIGKILL grace period;
-``ATLANTE_TEST_RSS_FILE`` names a file that gets the process's peak resident memory
-(``VmHWM``, in KiB) when it exits.
+``ATLANTE_TEST_PATTERN_TIMEOUT_MS`` changes the regular-expression time
+limit; ``ATLANTE_TEST_MATCH_STARTED`` names a file created when a search starts;
+``ATLANTE_TEST_NO_PROJECT_GUARD`` turns the project check before each trial off
+(to show the breach it prevents); ``ATLANTE_TEST_RSS_FILE`` names a file that
+gets the process's peak resident memory (``VmHWM``, in KiB) when it exits.
 """
 
 from __future__ import annotations
@@ -13,18 +16,37 @@ import atexit
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from standin import StandinHost
 
-from atlante_eval import hosts, process
+from atlante_eval import hosts, patterns, process
 from atlante_eval.cli import main
 
 hosts.HOST_FACTORIES["opencode"] = StandinHost
 hosts.HOST_FACTORIES["claude-code"] = StandinHost
 if os.environ.get("ATLANTE_TEST_GRACE_S"):
     process.DEFAULT_GRACE_S = float(os.environ["ATLANTE_TEST_GRACE_S"])
+if os.environ.get("ATLANTE_TEST_PATTERN_TIMEOUT_MS"):
+    patterns.PATTERN_TIMEOUT_MS = int(os.environ["ATLANTE_TEST_PATTERN_TIMEOUT_MS"])
+if os.environ.get("ATLANTE_TEST_NO_PROJECT_GUARD"):
+    from atlante_eval import runner
+
+    async def _no_check(_planned: object) -> None:
+        """Let every trial run: shows what the project check prevents."""
+
+    runner._guard = lambda _watch: _no_check  # type: ignore[assignment]
+if os.environ.get("ATLANTE_TEST_MATCH_STARTED"):
+    _search_sync = patterns.search_sync
+
+    def _announced_search(*args: Any, **kwargs: Any) -> patterns.MatchOutcome:
+        """Create the marker file, then search: a test knows a match is under way."""
+        Path(os.environ["ATLANTE_TEST_MATCH_STARTED"]).touch()
+        return _search_sync(*args, **kwargs)
+
+    patterns.search_sync = _announced_search
 
 
 def _write_peak_rss(path: str) -> None:

@@ -15,6 +15,7 @@ Actions (each a one-key object, or with extra keys as noted):
   {"chmod": PATH, "mode": INT}
   {"run": [ARGV...]}                    run a program (no shell) in the sandbox
   {"sleep": SECONDS}
+  {"wait_for": PATH}                    block until PATH exists (a test's go signal)
   {"usage": TOKENS, "cost": USD}        print a step_finish event (adds to the total)
   {"model": "provider/model"}           print an event naming the model
   {"event": OBJECT}                     print OBJECT as one JSON line
@@ -28,6 +29,10 @@ Actions (each a one-key object, or with extra keys as noted):
   {"close_stdout": true}                close stdout and keep running
   {"signal": "SIGKILL"}                 kill itself with a signal
   {"env_dump": PATH}                    write the environment as JSON to PATH
+  {"project_write": REL, "content": TEXT}  find the user's project by walking /proc from
+                                        this process up to the atlante-eval process (its
+                                        cwd and `run` argument) and write REL there;
+                                        `{run_dir}` in REL is the newest run directory
   {"exit": CODE}                        exit now with CODE
   {"chance": P, "seed": S, "then": [ACTIONS]}
                                         perform ACTIONS with probability P, drawn from a
@@ -92,6 +97,9 @@ def perform(action: dict[str, object]) -> int | None:  # noqa: C901, PLR0915 - o
         os.chmod(str(action["chmod"]), int(action["mode"]))  # type: ignore[call-overload]
     elif "run" in action:
         subprocess.run([str(a) for a in action["run"]], check=False)  # type: ignore[attr-defined]
+    elif "wait_for" in action:
+        while not os.path.lexists(str(action["wait_for"])):
+            time.sleep(0.01)
     elif "sleep" in action:
         time.sleep(float(action["sleep"]))  # type: ignore[arg-type]
     elif "usage" in action:
@@ -147,10 +155,36 @@ def perform(action: dict[str, object]) -> int | None:  # noqa: C901, PLR0915 - o
                 code = perform(step)
                 if code is not None:
                     return code
+    elif "project_write" in action:
+        target = find_project() / str(action["project_write"]).replace("{run_dir}", newest_run())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(str(action.get("content", "")), encoding="utf-8")
     elif "exit" in action:
         sys.stdout.flush()
         return int(str(action["exit"]))
     return None
+
+
+def find_project() -> Path:
+    """Walk /proc from this process up to the atlante-eval process; return its project."""
+    pid = os.getpid()
+    while pid > 1:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if not any(b"standin_cli" in arg or b"atlante-eval" in arg for arg in argv[:2]):
+            continue
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+        rest = [os.fsdecode(arg) for arg in argv[argv.index(b"run") + 1 :] if arg]
+        positional = [arg for arg in rest if not arg.startswith("-")]
+        return cwd / positional[0] if positional else cwd
+    raise SystemExit("atlante-eval process not found")
+
+
+def newest_run() -> str:
+    """The newest run directory's name under the project's .atlante/eval."""
+    base = find_project() / ".atlante" / "eval"
+    return max((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime).name
 
 
 def daemon(seconds: float) -> None:

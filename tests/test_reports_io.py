@@ -112,7 +112,7 @@ def test_invalid_json_and_bytes_are_unreadable(tmp_path: Path) -> None:
     assert _refusal(truncated).endswith("is not valid JSON")
     binary = tmp_path / "b.json"
     binary.write_bytes(b"\xff\xfe{}")
-    assert _refusal(binary).endswith("is not UTF-8 text")
+    assert _refusal(binary).endswith("is not valid UTF-8 (byte offset 0)")
 
 
 def test_wrong_shape_points_at_the_first_problem(tmp_path: Path) -> None:

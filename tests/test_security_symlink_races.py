@@ -162,7 +162,9 @@ async def test_fixture_swapped_after_validation_is_refused(tmp_path: Path, what:
     first, second = report.scenarios["swapped"].trials
     assert first.verdict == "pass"
     assert second.verdict == "infra-error"
-    assert "symbolic link" in (second.error or "")
+    # The project check before assembly sees the change first; assembly would refuse the link.
+    assert "the project was modified during the run" in (second.error or "")
+    assert report.meta.project_modified
 
 
 @pytest.mark.anyio
@@ -209,7 +211,7 @@ async def test_run_directory_replaced_during_the_run_is_refused(tmp_path: Path) 
 
 @pytest.mark.anyio
 async def test_report_file_planted_as_a_symlink_is_never_followed(tmp_path: Path) -> None:
-    """A report.json symlink planted in the run directory is refused; its target is untouched."""
+    """A report.json symlink planted in the run directory is moved aside, never followed."""
     project = _project(tmp_path)
     target = tmp_path / "victim.txt"
     target.write_text("precious\n")
@@ -218,7 +220,10 @@ async def test_report_file_planted_as_a_symlink_is_never_followed(tmp_path: Path
         if isinstance(event, RunStarted):
             (project / ".atlante" / "eval" / event.run_id / "report.json").symlink_to(target)
 
-    with pytest.raises(DiagnosticError) as caught:
-        await _run(project, on_event)
-    assert caught.value.diagnostics[0].code == "eval-report-failed"
+    report = await _run(project, on_event)
+    run_dir = project / ".atlante" / "eval" / report.run_id
+    assert not (run_dir / "report.json").is_symlink()
+    assert (run_dir / "tampered-1" / "report.json").readlink() == target
+    assert report.meta.tampered is not None
+    assert [t.path for t in report.meta.tampered] == ["report.json"]
     assert target.read_text() == "precious\n"

@@ -6,7 +6,10 @@ each command imports the library modules it needs when it runs.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -17,7 +20,7 @@ import typer
 from typer.core import TyperCommand
 
 from .._version import __version__
-from ..terminal import use_color
+from ..terminal import safe_diagnostic, use_color
 
 if TYPE_CHECKING:
     from typer import _click as click  # the click typer bundles: types only
@@ -160,13 +163,42 @@ def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
 
     colored = use_color(sys.stderr)
     for diagnostic in diagnostics:
-        typer.echo(format_diagnostic(diagnostic, color=colored), err=True)
+        typer.echo(format_diagnostic(safe_diagnostic(diagnostic), color=colored), err=True)
         typer.echo("", err=True)
 
 
 def print_json(value: object) -> None:
-    """Print ``value`` as 2-space JSON on stdout."""
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    """Print ``value`` as 2-space JSON on stdout (undecodable path bytes as U+FFFD)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    typer.echo(text.encode("utf-8", "replace").decode("utf-8"))
+
+
+#: errno values meaning standard output cannot take what we print.
+_OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG})
+
+
+def _output_failed(exc: OSError) -> int:
+    """Report that standard output failed; silence it so exiting cannot fail again."""
+    from ..diagnostics import error
+
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    reason = "the reader closed the pipe" if exc.errno == errno.EPIPE else exc.strerror or exc
+    with contextlib.suppress(OSError):
+        print_diagnostics(
+            [
+                error(
+                    "output-failed",
+                    f"could not write to standard output: {reason}",
+                    cause=str(exc),
+                    next="send the output to a reader that takes all of it, or to a file "
+                    "with free space (a run's report was published before)",
+                )
+            ]
+        )
+    return 3
 
 
 def guarded(action: Callable[[], int]) -> int:
@@ -174,7 +206,13 @@ def guarded(action: Callable[[], int]) -> int:
     from ..diagnostics import DiagnosticError, error
 
     try:
-        return action()
+        status = action()
+        sys.stdout.flush()  # surface a full or closed stdout here, not at interpreter exit
+        return status
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            return _unexpected(exc)
+        return _output_failed(exc)
     except DiagnosticError as exc:
         print_diagnostics(exc.diagnostics)
         return exc.exit_code
@@ -184,17 +222,23 @@ def guarded(action: Callable[[], int]) -> int:
         )
         return 3
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a traceback
-        print_diagnostics(
-            [
-                error(
-                    "eval-run-failed",
-                    "unexpected internal error",
-                    cause=f"{type(exc).__name__}: {exc}",
-                    next="report this at the atlante-eval issue tracker with the command you ran",
-                )
-            ]
-        )
-        return 3
+        return _unexpected(exc)
+
+
+def _unexpected(exc: BaseException) -> int:
+    from ..diagnostics import error
+
+    print_diagnostics(
+        [
+            error(
+                "eval-run-failed",
+                "unexpected internal error",
+                cause=f"{type(exc).__name__}: {exc}",
+                next="report this at the atlante-eval issue tracker with the command you ran",
+            )
+        ]
+    )
+    return 3
 
 
 def _version_callback(value: bool) -> None:

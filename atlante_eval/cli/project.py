@@ -186,6 +186,7 @@ def list_scenarios(
 
     def action() -> int:
         from ..suite import load_suite
+        from ..terminal import printable
 
         suite = load_suite(path, verify_native=False)
         included = {s.name for s in suite.scenarios}
@@ -219,8 +220,9 @@ def list_scenarios(
             )
             for r in rows
         ]
-        widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-        for row in table:
+        shown = [[printable(cell) for cell in row] for row in table]  # names are untrusted
+        widths = [max(len(row[i]) for row in shown) for i in range(len(header) - 1)]
+        for row in shown:
             cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
             typer.echo("  ".join([*cells, row[-1]]))
         return 0

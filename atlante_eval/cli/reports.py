@@ -94,7 +94,7 @@ def compare(
         from ..compare_render import render_markdown, render_text
         from ..diagnostics import DiagnosticError, error
         from ..outputs import check_output_paths
-        from ..reports_io import load_report, report_path
+        from ..reports_io import display_path, load_report, report_path
         from ..writers import COMPARE_WRITERS
 
         check_output_paths({"--markdown": markdown})
@@ -108,8 +108,8 @@ def compare(
         result = compare_reports(
             load_report(base_file),
             load_report(head_file),
-            base_path=str(base_file),
-            head_path=str(head_file),
+            base_path=display_path(base_file),
+            head_path=display_path(head_file),
             alpha=alpha_value,
             margin=margin_value,
             adjust=adjust,
@@ -138,7 +138,7 @@ def junit(
             "--output",
             "-o",
             metavar="FILE",
-            help="Write the XML to FILE (default: standard output).",
+            help="Write the XML to FILE (default, or '-': standard output).",
             show_default=False,
         ),
     ] = None,
@@ -159,7 +159,7 @@ def junit(
         check_output_paths({"--output": output})
         loaded = load_report(report)
         writer = RUN_REPORT_WRITERS["junit"]
-        if output is None:
+        if output is None or output == Path("-"):
             sys.stdout.buffer.write(writer.render(loaded))
             sys.stdout.flush()
         else:
@@ -220,14 +220,14 @@ def merge(
         from ..progress import render_summary
         from ..publish import reserve_report_dir
         from ..report import REPORT_FILE
-        from ..reports_io import load_report, report_path
+        from ..reports_io import display_path, load_report, report_path
 
         if out is not None and output is not None:
             raise DiagnosticError(
                 [error("invalid-option", "--out and --output are alternatives; pass one")]
             )
         check_output_paths({"--output": output}, {"--out": out})
-        shards = [ShardReport(str(report_path(p)), load_report(p)) for p in reports]
+        shards = [ShardReport(display_path(report_path(p)), load_report(p)) for p in reports]
         merged = merge_reports(shards)
         if out is None and output is None:
             sys.stdout.write(merged.to_json())

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..choices import LogFormat
-from ..terminal import use_color
+from ..terminal import printable, use_color
 from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
 
 #: Most trials per scenario (``--max-trials``, ``--min-trials``), as for ``--trials``.
@@ -290,6 +290,26 @@ def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool
     typer.echo(
         render_summary(report, report_path or Path("report.json"), color=use_color(sys.stdout))
     )
+    for line in _breach_lines(report):
+        typer.echo(printable(line))
+
+
+def _breach_lines(report: RunReport) -> list[str]:
+    """Summary lines for writes outside the sandbox: the project, the run directory."""
+    lines = []
+    if report.meta.project_modified:
+        changed = report.meta.project_modified
+        shown = ", ".join(changed[:5]) + (
+            f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        )
+        lines.append(
+            f"the project was modified during the run: {shown} "
+            "(trials that would have used it were not run)"
+        )
+    if report.meta.tampered:
+        names = ", ".join(t.path for t in report.meta.tampered[:5])
+        lines.append(f"the run directory was tampered with: {names} moved aside")
+    return lines
 
 
 async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
