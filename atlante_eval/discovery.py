@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 from wcmatch import glob as wcglob
@@ -27,10 +28,23 @@ from .jsondoc import (
     read_document,
 )
 from .paths import FORBIDDEN_SEGMENTS, split_segments
-from .scenarios import SCENARIO_SCHEMA_URI, Origin, Scenario, ScenarioDocument
-from .validation import location_of, validation_diagnostics
+from .scenarios import (
+    EXTENDED_SCENARIO_SCHEMA_URI,
+    SCENARIO_MODELS,
+    SCENARIO_SCHEMA_URI,
+    Origin,
+    Scenario,
+)
+from .validation import BEHAVIOUR_CHECK_TAGS, location_of, validation_diagnostics
 
-__all__ = ["GLOB_FLAGS", "Discovery", "discover_scenarios", "fixture_problem", "glob_files"]
+__all__ = [
+    "GLOB_FLAGS",
+    "Discovery",
+    "discover_scenarios",
+    "extension_check_diagnostics",
+    "fixture_problem",
+    "glob_files",
+]
 
 #: wcmatch flags: ``**`` spans directories, dotfiles match, braces expand.
 GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.BRACE
@@ -46,6 +60,36 @@ class Discovery:
 
     scenarios: tuple[Scenario, ...]
     diagnostics: tuple[Diagnostic, ...]
+
+
+def extension_check_diagnostics(
+    value: dict[str, Any], *, source: str, text: str
+) -> list[Diagnostic]:
+    """Refuse behaviour checks in a document that declares the reference's v0.1 schema."""
+    checks = value.get("checks")
+    if value.get("$schema") != SCENARIO_SCHEMA_URI or not isinstance(checks, list):
+        return []
+    problems = []
+    for index, check in enumerate(checks):
+        kind = check.get("type") if isinstance(check, dict) else None
+        if kind not in BEHAVIOUR_CHECK_TAGS:
+            continue
+        pointer = f"/checks/{index}/type"
+        problems.append(
+            error(
+                "scenario-extension-check",
+                f'check type "{kind}" is an atlante-eval extension (a behaviour check), '
+                "which the reference's v0.1 scenario schema does not admit",
+                source=source,
+                pointer=pointer,
+                location=location_of(text, pointer),
+                expected=f'a v0.1 check type, or "$schema": "{EXTENDED_SCENARIO_SCHEMA_URI}"',
+                next=f'declare "$schema": "{EXTENDED_SCENARIO_SCHEMA_URI}" (atlante-eval\'s '
+                "own scenario schema, printed by `atlante-eval schema scenario --extended`) "
+                "to use behaviour checks, or remove the check",
+            )
+        )
+    return problems
 
 
 def _walk_files(root: Path, start: str) -> Iterator[str]:
@@ -332,7 +376,8 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
             )
         ]
     declared = value.get("$schema")
-    if declared != SCENARIO_SCHEMA_URI:
+    model = SCENARIO_MODELS.get(declared) if isinstance(declared, str) else None
+    if model is None:
         return None, [
             error(
                 "unsupported-schema",
@@ -343,11 +388,15 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
                 pointer="/$schema",
                 location=location_of(text, "/$schema"),
                 expected=SCENARIO_SCHEMA_URI,
-                next=f'set "$schema" to "{SCENARIO_SCHEMA_URI}"',
+                next=f'set "$schema" to "{SCENARIO_SCHEMA_URI}" (or to '
+                f'"{EXTENDED_SCENARIO_SCHEMA_URI}" to use atlante-eval\'s behaviour checks)',
             )
         ]
+    refused = extension_check_diagnostics(value, source=source, text=text)
+    if refused:
+        return None, refused
     try:
-        document = ScenarioDocument.model_validate(value)
+        document = model.model_validate(value)
     except ValidationError as exc:
         return None, validation_diagnostics(
             exc,

@@ -27,14 +27,21 @@ from .diagnostics import Diagnostic, Location, error, warning
 from .plan import Plan
 from .report import CheckResult, OutputModel, TrialResult, Verdict
 from .scenarios import (
-    Check,
+    AnyCheck,
     CommandCheck,
     DiffAllowlistCheck,
     FileAbsentCheck,
     FileContainsCheck,
     FileExistsCheck,
     FileUnchangedCheck,
+    MaxToolCallsCheck,
+    MaxTurnsCheck,
     Scenario,
+    SkillUsedCheck,
+    SubagentUsedCheck,
+    ToolNotUsedCheck,
+    ToolUsedCheck,
+    TranscriptContainsCheck,
 )
 from .solutions import (
     Solution,
@@ -173,15 +180,15 @@ class CheckWording(Generic[_C]):
     summary: Callable[[_C, Mapping[str, Any]], str]
     """Why the check failed, from its evidence."""
 
-    def describe(self, check: Check) -> str:
+    def describe(self, check: AnyCheck) -> str:
         """The label of ``check``, an instance of :attr:`model`."""
         return self.label(self._narrow(check))
 
-    def summarize(self, check: Check, evidence: Mapping[str, Any]) -> str:
+    def summarize(self, check: AnyCheck, evidence: Mapping[str, Any]) -> str:
         """The failure summary of ``check``, an instance of :attr:`model`."""
         return self.summary(self._narrow(check), evidence)
 
-    def _narrow(self, check: Check) -> _C:
+    def _narrow(self, check: AnyCheck) -> _C:
         if not isinstance(check, self.model):
             raise TypeError(f"{type(check).__name__} is not a {self.model.__name__}")
         return check
@@ -206,12 +213,49 @@ CHECK_WORDING: dict[CheckType, CheckWording[Any]] = {
 }
 
 
-def describe_check(check: Check) -> str:
+def _tool_label(check: ToolUsedCheck | ToolNotUsedCheck) -> str:
+    target = f"tool {check.tool}" if check.tool is not None else f"kind {check.kind}"
+    matching = f" with input matching {check.input_matches!r}" if check.input_matches else ""
+    return f"{check.type} {target}{matching}"
+
+
+def _count_summary(_check: object, evidence: Mapping[str, Any]) -> str:
+    if "cause" in evidence:
+        return str(evidence["cause"])
+    bounds = f"at least {evidence.get('min', 0)}"
+    if evidence.get("max") is not None:
+        bounds += f" and at most {evidence['max']}"
+    return f"{evidence.get('count', 0)} found, expected {bounds}; evidence: " + _evidence_json(
+        None, {k: v for k, v in evidence.items() if k not in ("count", "min", "max")}
+    )
+
+
+_BEHAVIOUR_WORDING: dict[CheckType, CheckWording[Any]] = {
+    "skill-used": CheckWording(SkillUsedCheck, lambda c: f"skill-used {c.skill}", _count_summary),
+    "subagent-used": CheckWording(
+        SubagentUsedCheck, lambda c: f"subagent-used {c.agent}", _count_summary
+    ),
+    "tool-used": CheckWording(ToolUsedCheck, _tool_label, _count_summary),
+    "tool-not-used": CheckWording(ToolNotUsedCheck, _tool_label, _evidence_json),
+    "max-tool-calls": CheckWording(
+        MaxToolCallsCheck, lambda c: f"max-tool-calls {c.max}", _count_summary
+    ),
+    "max-turns": CheckWording(MaxTurnsCheck, lambda c: f"max-turns {c.max}", _evidence_json),
+    "transcript-contains": CheckWording(
+        TranscriptContainsCheck,
+        lambda c: f"transcript-contains {c.pattern!r}",
+        lambda c, _evidence: f"the assistant's text does not contain {c.pattern!r}",
+    ),
+}
+CHECK_WORDING.update(_BEHAVIOUR_WORDING)
+
+
+def describe_check(check: AnyCheck) -> str:
     """A short human label for a check, e.g. ``command python3 -m unittest``."""
     return CHECK_WORDING[check.type].describe(check)
 
 
-def _evidence_summary(check: Check, result: CheckResult) -> str:
+def _evidence_summary(check: AnyCheck, result: CheckResult) -> str:
     return CHECK_WORDING[check.type].summarize(check, result.evidence)
 
 
