@@ -387,7 +387,7 @@ def over_transcript(
     """Adapt a transcript judge to a check runner: ``error`` when there is no usable transcript."""
 
     def run(check: Any, ctx: CheckContext) -> _Outcome:
-        if ctx.transcript is None:
+        if ctx.transcript is None or not usable_transcript(ctx.transcript):
             return "error", {"cause": ctx.transcript_error or NO_TRANSCRIPT}
         return judge(check, ctx.transcript)
 
