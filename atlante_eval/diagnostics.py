@@ -105,6 +105,9 @@ CODES: dict[str, str] = {
     "diff-allowlist forbids: a correct agent that tests its work fails.",
     "selftest-check-error": "A check reached no verdict in a selftest (bad path, missing tool).",
     "selftest-no-solution": "A scenario has no reference solution; only the null agent ran.",
+    "selftest-no-counter": "A no-change scenario has no counter-solution to prove its checks.",
+    "selftest-counter-not-caught": "A counter-solution (a known cheat) passes every check.",
+    "selftest-mutant-not-caught": "A generic mutant a check claims to catch passes every check.",
 }
 
 #: Codes that describe a run-level infrastructure failure (exit status 3).
