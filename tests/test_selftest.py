@@ -73,8 +73,8 @@ def test_quickstart_is_sound_through_the_cli(tmp_path: Path) -> None:
     """`atlante-eval selftest examples/quickstart` exits 0, prints the table and the report."""
     result = _invoke("selftest", str(QUICKSTART), "--out", str(tmp_path))
     assert result.exit_code == 0, result.stdout + result.stderr
-    assert "selftest passed: 3 scenarios sound" in result.stdout
-    for name in ("changelog-entry", "fix-median", "remove-legacy-module"):
+    assert "selftest passed: 4 scenarios sound" in result.stdout
+    for name in ("changelog-entry", "fix-median", "median-with-skill", "remove-legacy-module"):
         assert name in result.stdout
         assert f"{name} · null agent: fail" in result.stderr
         assert f"{name} · reference agent: pass" in result.stderr
@@ -98,6 +98,7 @@ def test_quickstart_is_sound_via_the_library(quickstart: SelftestOutcome) -> Non
     assert set(outcome.result.scenarios) == {
         "changelog-entry",
         "fix-median",
+        "median-with-skill",
         "remove-legacy-module",
     }
     for judged in outcome.result.scenarios.values():
@@ -112,7 +113,7 @@ def test_quickstart_validates() -> None:
     """`atlante-eval validate examples/quickstart` passes with both hosts' outputs verified."""
     result = _invoke("validate", str(QUICKSTART))
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith("ok: 3 scenarios valid for claude-code")
+    assert result.stdout.startswith("ok: 4 scenarios valid for claude-code")
 
 
 def test_quickstart_manifests_are_up_to_date() -> None:
