@@ -287,3 +287,88 @@ def test_a_no_change_marker_with_files_is_an_invalid_solution(tmp_path: Path) ->
     outcome = _selftest(root, tmp_path)
     assert "selftest-solution-invalid" in _codes(outcome)
     assert outcome.exit_code == 1
+
+
+# --- the tutorial's examples, on a copy of the quickstart -------------------------------
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart"
+
+
+def _quickstart_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    root = tmp_path / "my-project"
+    shutil.copytree(QUICKSTART, root, ignore=shutil.ignore_patterns("eval", ".atlante"))
+    shutil.copytree(QUICKSTART / "eval" / "fixtures", root / "eval" / "fixtures")
+    shutil.copytree(
+        QUICKSTART / ".atlante", root / ".atlante", ignore=shutil.ignore_patterns("eval")
+    )
+    return root
+
+
+def test_the_tutorial_no_change_scenario_and_its_counter_solution(tmp_path: Path) -> None:
+    """docs/writing-scenarios.md step 6: vacuous without no-change, sound with it."""
+    root = _quickstart_copy(tmp_path)
+    scenarios = root / "eval" / "scenarios"
+    document = scenario(
+        "keep-empty-check",
+        fixture="eval/fixtures/stats-lib",
+        agent="maintainer",
+        prompt="A dashboard crashes because mean([]) raises. Make it return 0.",
+        checks=[
+            {"type": "file-unchanged", "path": "stats/core.py"},
+            {"type": "command", "run": ["python3", "-m", "unittest", "tests.test_core.MeanTest"]},
+        ],
+    )
+    write_json(scenarios / "keep-empty-check.eval.json", document)
+    core = (root / "eval" / "fixtures" / "stats-lib" / "stats" / "core.py").read_text()
+    bypass = core.replace(
+        '        raise ValueError("mean() of an empty list")', "        return 0.0"
+    )
+    assert bypass != core
+    counter = scenarios / "solutions" / "keep-empty-check" / "counter" / "return-zero"
+    write_text(counter / "files" / "stats" / "core.py", bypass)
+    assert "selftest-vacuous" in _codes(_selftest(root, tmp_path / "before"))
+    write_text(scenarios / "solutions" / "keep-empty-check" / "no-change", "")
+    outcome = _selftest(root, tmp_path / "after")
+    assert outcome.exit_code == 0, outcome.result.diagnostics
+    judged = outcome.result.scenarios["keep-empty-check"]
+    assert [(c.label, c.caught, c.failed_checks) for c in judged.counters] == [
+        ("return-zero", True, [0, 1])
+    ]
+
+
+def test_the_tutorial_hardcoded_answer_is_let_through_until_a_second_assertion(
+    tmp_path: Path,
+) -> None:
+    """docs/writing-scenarios.md step 5: one assertion lets `return 1.25` through; two do not."""
+    root = _quickstart_copy(tmp_path)
+    scenarios = root / "eval" / "scenarios"
+    core = (root / "eval" / "fixtures" / "stats-lib" / "stats" / "core.py").read_text()
+    init = (root / "eval" / "fixtures" / "stats-lib" / "stats" / "__init__.py").read_text()
+    real = core + (
+        "\n\ndef variance(values: list[float]) -> float:\n"
+        "    centre = mean(values)\n"
+        "    return sum((v - centre) ** 2 for v in values) / len(values)\n"
+    )
+    fake = core + "\n\ndef variance(values: list[float]) -> float:\n    return 1.25\n"
+    exported = init.replace(
+        "from .core import mean, median", "from .core import mean, median, variance"
+    )
+    assert exported != init
+    solution = scenarios / "solutions" / "add-variance"
+    for directory, text in ((solution, real), (solution / "counter" / "hardcode-answer", fake)):
+        write_text(directory / "files" / "stats" / "core.py", text)
+        write_text(directory / "files" / "stats" / "__init__.py", exported)
+    one = "from stats import variance; assert variance([1, 2, 3, 4]) == 1.25"
+    for assertion, caught in ((one, False), (one + "; assert variance([2, 4]) == 1.0", True)):
+        document = scenario(
+            "add-variance",
+            fixture="eval/fixtures/stats-lib",
+            checks=[{"type": "command", "run": ["python3", "-c", assertion]}],
+        )
+        write_json(scenarios / "add-variance.eval.json", document)
+        outcome = _selftest(root, tmp_path / str(caught))
+        [counter] = outcome.result.scenarios["add-variance"].counters
+        assert counter.caught is caught
+        assert ("selftest-counter-not-caught" in _codes(outcome)) is not caught
