@@ -50,6 +50,7 @@ __all__ = [
     "EVIDENCE_ENTRIES",
     "NO_TRANSCRIPT",
     "MatchOutcome",
+    "failure_summary",
     "max_tool_calls",
     "max_turns",
     "over_transcript",
@@ -379,6 +380,43 @@ def transcript_contains(
         verdict, cause = _uncertain(dropped)
         return verdict, {**evidence, **cause}
     return "fail", evidence
+
+
+def _bounds(evidence: dict[str, Any]) -> str:
+    low, high = evidence.get("min", 0), evidence.get("max")
+    if high is None:
+        return f"at least {low}"
+    return f"{low} to {high}" if low else f"at most {high}"
+
+
+def _target(kind: str, evidence: dict[str, Any]) -> str:
+    if kind == "skill-used":
+        return f"skill {evidence.get('skill')}"
+    if kind == "subagent-used":
+        return f"subagent {evidence.get('agent')}"
+    target = f"tool {evidence['tool']}" if "tool" in evidence else f"{evidence.get('kind')} calls"
+    if "inputMatches" in evidence:
+        target += f" matching {json.dumps(evidence['inputMatches'], ensure_ascii=False)}"
+    return target
+
+
+def failure_summary(kind: str, evidence: dict[str, Any]) -> str | None:
+    """One line saying why a failed behaviour check of type ``kind`` failed (``None``: not one)."""
+    count = evidence.get("count", 0)
+    if kind in ("skill-used", "subagent-used", "tool-used"):
+        return f"{_target(kind, evidence)}: {count} found, expected {_bounds(evidence)}"
+    if kind == "tool-not-used":
+        first = (evidence.get("matches") or [{}])[0]
+        return f"{_target(kind, evidence)}: {count} found, e.g. {first.get('input', '')}"
+    if kind == "max-tool-calls":
+        return f"{count} tool calls, at most {evidence.get('max')} allowed"
+    if kind == "max-turns":
+        return f"{evidence.get('turns')} turns, at most {evidence.get('max')} allowed"
+    if kind == "transcript-contains":
+        verb = "matches" if evidence.get("regex") else "contains"
+        pattern = json.dumps(evidence.get("pattern"), ensure_ascii=False)
+        return f"no assistant text {verb} {pattern}"
+    return None
 
 
 def over_transcript(

@@ -284,3 +284,18 @@ def test_schema_scenario_extended_prints_the_schema_extended_documents_declare()
     refused = CliRunner().invoke(app, ["schema", "config", "--extended"])
     assert refused.exit_code == 2
     assert "invalid-option" in refused.stderr
+
+
+@pytest.mark.anyio
+async def test_cause_lines_say_why_each_behaviour_check_failed() -> None:
+    """The terminal's cause line (run, show) explains a behaviour failure in words."""
+    from atlante_eval.causes import evidence_line
+
+    lines = [evidence_line(await _judge(check)) for check in FAILING]
+    assert lines[0] == "skill release: 0 found, expected at least 1"
+    assert lines[3] == "subagent qa: 1 found, expected at most 0"
+    assert lines[5] == 'shell calls matching "ruff": 0 found, expected at least 1'
+    assert lines[6].startswith('tool Write: 1 found, e.g. {"file_path": "b.py"}')
+    assert lines[8] == "3 tool calls, at most 2 allowed"
+    assert lines[9] == "4 turns, at most 3 allowed"
+    assert lines[10] == 'no assistant text contains "TESTS PASS"'
