@@ -24,6 +24,7 @@ __all__ = [
     "ToolNotUsedCheck",
     "ToolUsedCheck",
     "TranscriptContainsCheck",
+    "regex_fields",
 ]
 
 Count = Annotated[int, Field(ge=0)]
@@ -127,6 +128,20 @@ class TranscriptContainsCheck(StrictModel):
         if info.data.get("regex") is True:
             check_regex(value)
         return value
+
+
+def regex_fields(check: object) -> list[tuple[str, str]]:
+    """The regular expressions a behaviour check holds, as ``(key, pattern)`` pairs.
+
+    For validation that looks at every pattern (``inputMatches``, and
+    ``transcript-contains``'s ``pattern`` when ``regex`` is true); any other
+    check holds none.
+    """
+    if isinstance(check, ToolUsedCheck | ToolNotUsedCheck) and check.input_matches is not None:
+        return [("inputMatches", check.input_matches)]
+    if isinstance(check, TranscriptContainsCheck) and check.regex:
+        return [("pattern", check.pattern)]
+    return []
 
 
 #: Every behaviour check model.

@@ -299,3 +299,23 @@ async def test_cause_lines_say_why_each_behaviour_check_failed() -> None:
     assert lines[8] == "3 tool calls, at most 2 allowed"
     assert lines[9] == "4 turns, at most 3 allowed"
     assert lines[10] == 'no assistant text contains "TESTS PASS"'
+
+
+def test_regex_fields_name_every_pattern_a_behaviour_check_holds() -> None:
+    """What pattern validation (compile check, nested-quantifier warning) must look at."""
+    from atlante_eval.scenarios_behaviour import regex_fields
+
+    def fields(check: dict[str, Any]) -> list[tuple[str, str]]:
+        return regex_fields(CHECK.validate_python(check))
+
+    assert fields({"type": "tool-used", "kind": "shell", "inputMatches": "(a+)+"}) == [
+        ("inputMatches", "(a+)+")
+    ]
+    assert fields({"type": "tool-not-used", "tool": "Bash", "inputMatches": "rm"}) == [
+        ("inputMatches", "rm")
+    ]
+    assert fields({"type": "transcript-contains", "pattern": "x+", "regex": True}) == [
+        ("pattern", "x+")
+    ]
+    assert fields({"type": "transcript-contains", "pattern": "x+"}) == []
+    assert fields({"type": "skill-used", "skill": "s"}) == []
