@@ -40,6 +40,7 @@ from .sandbox import RemovalFailure, Sandbox, SandboxError, TrialDirs, trial_dir
 from .transcript import ErrorEntry, TranscriptEntry
 from .transcript_writer import LOG_CHARS, Redactor, TranscriptWriter, cap_text
 from .treestate import display_path
+from .validation import BEHAVIOUR_CHECK_TAGS
 
 __all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialHook"]
 
@@ -388,7 +389,12 @@ class Engine:
     def _read_transcript(
         self, planned: PlannedTrial
     ) -> tuple[list[TranscriptEntry] | None, str | None]:
-        """The trial's transcript entries for behaviour checks, or why there are none."""
+        """The trial's transcript entries for behaviour checks, or why there are none.
+
+        Read only when the scenario has a behaviour check: the others never look at it.
+        """
+        if not any(c.type in BEHAVIOUR_CHECK_TAGS for c in planned.scenario.document.checks):
+            return None, None
         files = self._trial_files(planned)
         if files is None:
             return None, f"{NO_TRANSCRIPT}: none was recorded"
