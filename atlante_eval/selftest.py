@@ -42,6 +42,7 @@ from .engine import Engine, EngineOptions
 from .events import ProgressEvent
 from .hosts.base import SessionEnd, SessionUsage, TrialContext
 from .lifecycle import cleanup_warning, run_lifecycle
+from .paths import UnsafePathError
 from .plan import Plan, PlannedTrial, resolve_budget
 from .report import CheckResult, Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
@@ -163,7 +164,7 @@ class SolutionAgent:
                 evidence["mutation"] = await anyio.to_thread.run_sync(
                     apply_mutant, role.mutant, context.sandbox
                 )
-            except OSError as exc:
+            except (OSError, UnsafePathError) as exc:
                 _transcribe(context, agent, [], error=str(exc))
                 return SessionEnd(
                     error=f"the mutant {role.mutant.label} could not be applied: {exc}",

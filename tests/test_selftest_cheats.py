@@ -372,3 +372,28 @@ def test_the_tutorial_hardcoded_answer_is_let_through_until_a_second_assertion(
         [counter] = outcome.result.scenarios["add-variance"].counters
         assert counter.caught is caught
         assert ("selftest-counter-not-caught" in _codes(outcome)) is not caught
+
+
+def test_a_mutant_that_cannot_be_applied_is_reported_without_a_verdict(tmp_path: Path) -> None:
+    """A file-unchanged path that setup made a symlink is never written through.
+
+    The check itself errors on the link (selftest-check-error); the mutant is
+    reported without a verdict, never as caught or let through.
+    """
+    checks = [
+        {"type": "file-contains", "path": "calc.py", "pattern": "a + b"},
+        {"type": "file-unchanged", "path": "link"},
+    ]
+    document = scenario("fix-add", checks=checks, setup=["ln", "-s", "/etc/hostname", "link"])
+    root = _project(tmp_path / "p", [document])
+    _files(_solutions(root, "fix-add"), FIXED)
+    outcome = _selftest(root, tmp_path)
+    assert set(_codes(outcome)) == {"selftest-check-error"}
+    [mutant] = outcome.result.scenarios["fix-add"].mutants
+    assert (mutant.label, mutant.caught, mutant.verdict) == (
+        "edit-unchanged link",
+        None,
+        "infra-error",
+    )
+    assert mutant.error is not None
+    assert "symbolic link" in mutant.error
