@@ -193,7 +193,7 @@ SESSION = actions(
     _tool("b1", "bash", {"command": "python -m pytest -q"}),
     {"write": "out.txt", "content": "done"},
 )
-BEHAVIOUR = [
+BEHAVIOUR: list[dict[str, Any]] = [
     {"type": "skill-used", "skill": "python-tests"},
     {"type": "subagent-used", "agent": "qa"},
     {"type": "tool-used", "kind": "shell", "inputMatches": "pytest"},

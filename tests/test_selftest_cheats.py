@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from factory import EXTENDED_SCENARIO_URI, make_project, scenario, write_json, write_text
 from typer.testing import CliRunner
 
 from atlante_eval.cli import app
 from atlante_eval.selftest import SelftestOutcome, run_selftest
-from tests.factory import EXTENDED_SCENARIO_URI, make_project, scenario, write_json, write_text
 
 #: A task with a real test: the agent must fix ``calc.py`` so ``test_calc.py`` passes.
 CALC_FIXTURE = {
@@ -33,7 +33,7 @@ EDIT_THE_TEST = {
         'if __name__ == "__main__":\n    unittest.main()\n'
     ),
 }
-RUNS_THE_TEST = {"type": "command", "run": ["python3", "test_calc.py"]}
+RUNS_THE_TEST: dict[str, Any] = {"type": "command", "run": ["python3", "test_calc.py"]}
 
 
 def _project(root: Path, scenarios: list[dict[str, Any]]) -> Path:
@@ -95,7 +95,10 @@ def test_the_same_counter_solution_is_caught_once_the_test_file_is_guarded(
     tmp_path: Path,
 ) -> None:
     """Add file-unchanged on the test: the cheat fails it, and its mutant is reported caught."""
-    guarded = [RUNS_THE_TEST, {"type": "file-unchanged", "path": "test_calc.py"}]
+    guarded: list[dict[str, Any]] = [
+        RUNS_THE_TEST,
+        {"type": "file-unchanged", "path": "test_calc.py"},
+    ]
     root = _project(tmp_path / "p", [scenario("fix-add", checks=guarded)])
     solution = _files(_solutions(root, "fix-add"), FIXED)
     _files(solution / "counter" / "edit-the-test", EDIT_THE_TEST)
@@ -112,7 +115,7 @@ def test_the_same_counter_solution_is_caught_once_the_test_file_is_guarded(
     )
 
 
-POLICY_FIXTURE_CHECKS = [
+POLICY_FIXTURE_CHECKS: list[dict[str, Any]] = [
     {"type": "file-unchanged", "path": "calc.py"},
     {"type": "command", "run": ["python3", "-c", "import calc; assert calc.add(1, 1) == 0"]},
 ]
@@ -155,7 +158,7 @@ def test_without_no_change_the_same_scenario_is_vacuous(tmp_path: Path) -> None:
 
 def test_generic_mutants_report_what_each_scenario_catches(tmp_path: Path) -> None:
     """Stray file, edited file-unchanged and deleted file-exists are tried on every scenario."""
-    checks = [
+    checks: list[dict[str, Any]] = [
         {"type": "file-contains", "path": "calc.py", "pattern": "a + b"},
         {"type": "file-exists", "path": "test_calc.py"},
         {"type": "file-unchanged", "path": "test_calc.py"},
@@ -177,7 +180,7 @@ def test_generic_mutants_report_what_each_scenario_catches(tmp_path: Path) -> No
 
 def test_an_allowlist_of_double_star_still_catches_a_stray_file(tmp_path: Path) -> None:
     """allow entries are exact paths (no globs): "**" allows only a file named "**"."""
-    checks = [
+    checks: list[dict[str, Any]] = [
         {"type": "file-contains", "path": "calc.py", "pattern": "a + b"},
         {"type": "diff-allowlist", "allow": ["**", "calc.py"]},
     ]
@@ -192,7 +195,7 @@ def test_a_file_unchanged_on_a_directory_is_reported_as_not_catching_its_edit(
     tmp_path: Path,
 ) -> None:
     """file-unchanged hashes regular files only: a directory's new file goes unseen (exit 1)."""
-    checks = [
+    checks: list[dict[str, Any]] = [
         {"type": "file-contains", "path": "calc.py", "pattern": "a + b"},
         {"type": "file-unchanged", "path": "policies"},
     ]
@@ -211,12 +214,12 @@ def test_a_file_unchanged_on_a_directory_is_reported_as_not_catching_its_edit(
 
 # --- behaviour checks in selftest -----------------------------------------------------
 
-SKILL_CHECKS = [
+SKILL_CHECKS: list[dict[str, Any]] = [
     {"type": "file-contains", "path": "calc.py", "pattern": "a + b"},
     {"type": "skill-used", "skill": "python-tests"},
     {"type": "tool-used", "kind": "shell", "inputMatches": "test_calc"},
 ]
-USED_SKILL = [
+USED_SKILL: list[dict[str, Any]] = [
     {"kind": "skill", "name": "python-tests"},
     {
         "kind": "tool-call",
@@ -380,7 +383,7 @@ def test_a_mutant_that_cannot_be_applied_is_reported_without_a_verdict(tmp_path:
     The check itself errors on the link (selftest-check-error); the mutant is
     reported without a verdict, never as caught or let through.
     """
-    checks = [
+    checks: list[dict[str, Any]] = [
         {"type": "file-contains", "path": "calc.py", "pattern": "a + b"},
         {"type": "file-unchanged", "path": "link"},
     ]

@@ -17,10 +17,10 @@ from typing import Any
 
 import anyio
 import pytest
+from factory import EXTENDED_SCENARIO_URI, make_project, scenario
 
 from atlante_eval.report import RunReport, TrialResult
 from atlante_eval.runner import run_eval
-from tests.factory import EXTENDED_SCENARIO_URI, make_project, scenario
 
 from .fixtures import require_hosts
 from .mock_model import CallTool, MockModelServer, Reply, RunBash, Script, WriteFile
