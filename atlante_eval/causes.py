@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from .checks_behaviour import failure_summary
 from .report import CheckResult, MetaConfig, ScenarioResult, TrialResult
 from .terminal import printable, shorten
 
@@ -102,6 +103,9 @@ def _raw_line(check: CheckResult) -> str:
         return f"{evidence.get('path')} {'was removed' if gone else 'changed'}"
     if check.type == "diff-allowlist":
         return _allowlist_line(evidence)
+    behaviour = failure_summary(check.type, evidence)
+    if behaviour is not None:
+        return behaviour
     return first_line(json.dumps(evidence, ensure_ascii=False))
 
 

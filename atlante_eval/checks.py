@@ -1,4 +1,7 @@
-"""The six deterministic checks and their pass / fail / error semantics.
+"""The deterministic checks and their pass / fail / error semantics.
+
+The six core checks grade the sandbox; the behaviour checks of
+:mod:`atlante_eval.checks_behaviour` grade the trial's transcript.
 
 ``fail`` means the assertion is false; ``error`` means no verdict could be reached
 (a path crossing a symlink, a program that cannot start, an unreadable file).
@@ -21,6 +24,16 @@ import anyio
 from pydantic import BaseModel
 from wcmatch import glob as wcglob
 
+from .checks_behaviour import (
+    max_tool_calls,
+    max_turns,
+    over_transcript,
+    skill_used,
+    subagent_used,
+    tool_not_used,
+    tool_used,
+    transcript_contains,
+)
 from .choices import CheckType
 from .environment import allowed_env
 from .gitops import Changes
@@ -30,14 +43,22 @@ from .process import run_process
 from .report import CheckResult, CheckVerdict
 from .sandbox import file_digest
 from .scenarios import (
-    Check,
+    AnyCheck,
     CommandCheck,
     DiffAllowlistCheck,
     FileAbsentCheck,
     FileContainsCheck,
     FileExistsCheck,
     FileUnchangedCheck,
+    MaxToolCallsCheck,
+    MaxTurnsCheck,
+    SkillUsedCheck,
+    SubagentUsedCheck,
+    ToolNotUsedCheck,
+    ToolUsedCheck,
+    TranscriptContainsCheck,
 )
+from .transcript import TranscriptEntry
 from .treestate import display_path
 
 __all__ = [
@@ -85,6 +106,10 @@ class CheckContext:
     """Stores an output longer than the evidence keeps, under a file name; returns its path."""
     index: int = 0
     """Position of the check being run (set by :func:`run_checks`)."""
+    transcript: Sequence[TranscriptEntry] | None = None
+    """The trial's transcript entries, for behaviour checks (``None``: no usable transcript)."""
+    transcript_error: str | None = None
+    """Why there is no usable transcript."""
 
 
 def ignore_matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
@@ -276,7 +301,7 @@ class CheckKind(Generic[_C]):
     run: Callable[[_C, CheckContext], Awaitable[Outcome]]
     """Reaches the check's verdict and evidence."""
 
-    async def __call__(self, check: Check, ctx: CheckContext) -> Outcome:
+    async def __call__(self, check: AnyCheck, ctx: CheckContext) -> Outcome:
         """Run ``check``, which must be an instance of :attr:`model`."""
         if not isinstance(check, self.model):
             raise TypeError(f"{type(check).__name__} is not a {self.model.__name__}")
@@ -291,10 +316,19 @@ CHECK_KINDS: dict[CheckType, CheckKind[Any]] = {
     "file-unchanged": CheckKind(FileUnchangedCheck, _in_thread(_unchanged)),
     "file-contains": CheckKind(FileContainsCheck, _contains),
     "diff-allowlist": CheckKind(DiffAllowlistCheck, _now(_allowlist)),
+    "skill-used": CheckKind(SkillUsedCheck, _now(over_transcript(skill_used))),
+    "subagent-used": CheckKind(SubagentUsedCheck, _now(over_transcript(subagent_used))),
+    "tool-used": CheckKind(ToolUsedCheck, _in_thread(over_transcript(tool_used))),
+    "tool-not-used": CheckKind(ToolNotUsedCheck, _in_thread(over_transcript(tool_not_used))),
+    "max-tool-calls": CheckKind(MaxToolCallsCheck, _now(over_transcript(max_tool_calls))),
+    "max-turns": CheckKind(MaxTurnsCheck, _now(over_transcript(max_turns))),
+    "transcript-contains": CheckKind(
+        TranscriptContainsCheck, _in_thread(over_transcript(transcript_contains))
+    ),
 }
 
 
-async def _run_one(check: Check, ctx: CheckContext) -> Outcome:
+async def _run_one(check: AnyCheck, ctx: CheckContext) -> Outcome:
     path = getattr(check, "path", None)
     try:
         return await CHECK_KINDS[check.type](check, ctx)
@@ -307,7 +341,7 @@ async def _run_one(check: Check, ctx: CheckContext) -> Outcome:
         return "error", {**evidence, "cause": f"unexpected error: {type(exc).__name__}: {exc}"}
 
 
-async def run_checks(checks: Sequence[Check], ctx: CheckContext) -> list[CheckResult]:
+async def run_checks(checks: Sequence[AnyCheck], ctx: CheckContext) -> list[CheckResult]:
     """Run every check in order and return one result per check."""
     results = []
     for index, check in enumerate(checks):

@@ -13,10 +13,14 @@ __all__ = [
     "DEFAULT_JOBS",
     "DEFAULT_MARGIN",
     "DEFAULT_SELFTEST_JOBS",
+    "EXTENDED_SCENARIO_SCHEMA_URI",
+    "SCENARIO_SCHEMA_URI",
     "SCHEMA_KINDS",
     "SELFTEST_HOST",
     "Adjust",
+    "BehaviourCheckType",
     "CheckType",
+    "CoreCheckType",
     "FailOn",
     "HostName",
     "LogFormat",
@@ -36,11 +40,28 @@ DEFAULT_MARGIN = 0.1
 Adjust = Literal["holm", "bh", "none"]
 #: When ``compare --fail-on`` exits 1.
 FailOn = Literal["regressed", "any-change"]
-#: The check types a scenario may use: the one key of every per-check table
-#: (``scenarios.Check``'s members, ``checks.CHECK_KINDS``, the selftest summaries).
-CheckType = Literal[
+#: The reference's six check types (``scenarios.Check``'s members).
+CoreCheckType = Literal[
     "command", "file-exists", "file-absent", "file-unchanged", "file-contains", "diff-allowlist"
 ]
+#: The behaviour checks (an atlante-eval extension): they grade the trial's transcript,
+#: and only documents declaring :data:`EXTENDED_SCENARIO_SCHEMA_URI` may use them.
+BehaviourCheckType = Literal[
+    "skill-used",
+    "subagent-used",
+    "tool-used",
+    "tool-not-used",
+    "max-tool-calls",
+    "max-turns",
+    "transcript-contains",
+]
+#: The check types a scenario may use: the one key of every per-check table
+#: (``scenarios.AnyCheck``'s members, ``checks.CHECK_KINDS``, the selftest summaries).
+CheckType = Literal[CoreCheckType, BehaviourCheckType]
+#: The reference's v0.1 scenario schema: the six core checks only.
+SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"
+#: atlante-eval's own scenario schema: everything v0.1 admits plus the behaviour checks.
+EXTENDED_SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/atlante-eval/v1/eval-scenario.json"
 #: The built-in hosts by configured name: the one key of every per-host table
 #: (``hosts.registry.HOST_FACTORIES``, ``hosts.registry.STREAM_PARSERS``, ``native.MANIFESTS``).
 HostName = Literal["opencode", "claude-code"]

@@ -54,6 +54,8 @@ CODES: dict[str, str] = {
     "scenario-unreadable": "A scenario document cannot be read (not UTF-8, too large, I/O error).",
     "invalid-json": "A scenario document is not valid JSON (.json) or JSONC (.jsonc).",
     "invalid-eval-scenario": "A scenario document does not match the v0.1 scenario schema.",
+    "scenario-extension-check": "A v0.1 scenario document uses a behaviour check, an "
+    "atlante-eval extension that needs atlante-eval's own scenario $schema.",
     "duplicate-scenario-name": "Two scenario documents declare the same name.",
     "scenario-name-too-long": "A scenario name is longer than the trial directories allow.",
     "unknown-scenario-agent": "A scenario's task.agent is defined by no native output or host.",
@@ -110,6 +112,9 @@ CODES: dict[str, str] = {
     "diff-allowlist forbids: a correct agent that tests its work fails.",
     "selftest-check-error": "A check reached no verdict in a selftest (bad path, missing tool).",
     "selftest-no-solution": "A scenario has no reference solution; only the null agent ran.",
+    "selftest-no-counter": "A no-change scenario has no counter-solution to prove its checks.",
+    "selftest-counter-not-caught": "A counter-solution (a known cheat) passes every check.",
+    "selftest-mutant-not-caught": "A generic mutant a check claims to catch passes every check.",
 }
 
 #: Codes that describe a run-level infrastructure failure (exit status 3).

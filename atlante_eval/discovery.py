@@ -16,6 +16,7 @@ import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 from wcmatch import glob as wcglob
@@ -31,14 +32,16 @@ from .jsondoc import (
 from .paths import FORBIDDEN_SEGMENTS, split_segments
 from .patterns import PATTERN_TIMEOUT_MS, has_nested_quantifier
 from .scenarios import (
+    EXTENDED_SCENARIO_SCHEMA_URI,
+    SCENARIO_MODELS,
     SCENARIO_SCHEMA_URI,
     CommandCheck,
     FileContainsCheck,
     Origin,
     Scenario,
-    ScenarioDocument,
 )
-from .validation import location_of, validation_diagnostics
+from .scenarios_behaviour import regex_fields
+from .validation import BEHAVIOUR_CHECK_TAGS, location_of, validation_diagnostics
 
 __all__ = [
     "GLOB_FLAGS",
@@ -46,6 +49,7 @@ __all__ = [
     "Discovery",
     "PatternLimitException",
     "discover_scenarios",
+    "extension_check_diagnostics",
     "fixture_problem",
     "glob_files",
 ]
@@ -66,6 +70,36 @@ class Discovery:
 
     scenarios: tuple[Scenario, ...]
     diagnostics: tuple[Diagnostic, ...]
+
+
+def extension_check_diagnostics(
+    value: dict[str, Any], *, source: str, text: str
+) -> list[Diagnostic]:
+    """Refuse behaviour checks in a document that declares the reference's v0.1 schema."""
+    checks = value.get("checks")
+    if value.get("$schema") != SCENARIO_SCHEMA_URI or not isinstance(checks, list):
+        return []
+    problems = []
+    for index, check in enumerate(checks):
+        kind = check.get("type") if isinstance(check, dict) else None
+        if kind not in BEHAVIOUR_CHECK_TAGS:
+            continue
+        pointer = f"/checks/{index}/type"
+        problems.append(
+            error(
+                "scenario-extension-check",
+                f'check type "{kind}" is an atlante-eval extension (a behaviour check), '
+                "which the reference's v0.1 scenario schema does not admit",
+                source=source,
+                pointer=pointer,
+                location=location_of(text, pointer),
+                expected=f'a v0.1 check type, or "$schema": "{EXTENDED_SCENARIO_SCHEMA_URI}"',
+                next=f'declare "$schema": "{EXTENDED_SCENARIO_SCHEMA_URI}" (atlante-eval\'s '
+                "own scenario schema, printed by `atlante-eval schema scenario --extended`) "
+                "to use behaviour checks, or remove the check",
+            )
+        )
+    return problems
 
 
 def _walk_files(root: Path, start: str) -> Iterator[str]:
@@ -356,7 +390,8 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
             )
         ]
     declared = value.get("$schema")
-    if declared != SCENARIO_SCHEMA_URI:
+    model = SCENARIO_MODELS.get(declared) if isinstance(declared, str) else None
+    if model is None:
         return None, [
             error(
                 "unsupported-schema",
@@ -367,11 +402,15 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
                 pointer="/$schema",
                 location=location_of(text, "/$schema"),
                 expected=SCENARIO_SCHEMA_URI,
-                next=f'set "$schema" to "{SCENARIO_SCHEMA_URI}"',
+                next=f'set "$schema" to "{SCENARIO_SCHEMA_URI}" (or to '
+                f'"{EXTENDED_SCENARIO_SCHEMA_URI}" to use atlante-eval\'s behaviour checks)',
             )
         ]
+    refused = extension_check_diagnostics(value, source=source, text=text)
+    if refused:
+        return None, refused
     try:
-        document = ScenarioDocument.model_validate(value)
+        document = model.model_validate(value)
     except ValidationError as exc:
         return None, validation_diagnostics(
             exc,
@@ -385,16 +424,23 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
     return scenario, _pattern_warnings(scenario)
 
 
+def _patterns(scenario: Scenario) -> list[tuple[str, str]]:
+    """Every regular expression of the scenario's checks, as ``(pointer, pattern)``."""
+    found: list[tuple[str, str]] = []
+    for index, check in enumerate(scenario.document.checks):
+        if isinstance(check, FileContainsCheck) and check.regex:
+            found.append((f"/checks/{index}/pattern", check.pattern))
+        elif isinstance(check, CommandCheck) and check.output_matches is not None:
+            found.append((f"/checks/{index}/outputMatches", check.output_matches))
+        else:
+            found.extend((f"/checks/{index}/{key}", source) for key, source in regex_fields(check))
+    return found
+
+
 def _pattern_warnings(scenario: Scenario) -> list[Diagnostic]:
     """Warn about regular expressions whose nested quantifiers may backtrack for long."""
     found = []
-    for index, check in enumerate(scenario.document.checks):
-        if isinstance(check, FileContainsCheck) and check.regex:
-            pointer, source = f"/checks/{index}/pattern", check.pattern
-        elif isinstance(check, CommandCheck) and check.output_matches is not None:
-            pointer, source = f"/checks/{index}/outputMatches", check.output_matches
-        else:
-            continue
+    for pointer, source in _patterns(scenario):
         if has_nested_quantifier(source):
             found.append(
                 warning(

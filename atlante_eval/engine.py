@@ -27,6 +27,7 @@ import anyio
 import anyio.abc
 
 from .checks import CheckContext, ignore_matcher, run_checks
+from .checks_behaviour import NO_TRANSCRIPT, read_transcript
 from .events import ProgressEvent, TrialStarted
 from .gitops import Changes, GitError, collect_changes, make_skeleton
 from .hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext, secret_values
@@ -36,9 +37,10 @@ from .plan import Plan, PlannedTrial
 from .report import Activity, CheckResult, TrialResult, Verdict, utc_timestamp
 from .run_files import RunFiles, TrialFiles
 from .sandbox import RemovalFailure, Sandbox, SandboxError, TrialDirs, trial_dirs, trial_sandbox
-from .transcript import ErrorEntry
+from .transcript import ErrorEntry, TranscriptEntry
 from .transcript_writer import LOG_CHARS, Redactor, TranscriptWriter, cap_text
 from .treestate import display_path
+from .validation import BEHAVIOUR_CHECK_TAGS
 
 __all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialGuard", "TrialHook"]
 
@@ -402,6 +404,21 @@ class Engine:
             log.warning("trial.files-unwritable", scenario=planned.scenario.name)
         return files
 
+    def _read_transcript(
+        self, planned: PlannedTrial
+    ) -> tuple[list[TranscriptEntry] | None, str | None]:
+        """The trial's transcript entries for behaviour checks, or why there are none.
+
+        Read only when the scenario has a behaviour check: the others never look at it.
+        """
+        if not any(c.type in BEHAVIOUR_CHECK_TAGS for c in planned.scenario.document.checks):
+            return None, None
+        files = self._trial_files(planned)
+        if files is None:
+            return None, f"{NO_TRANSCRIPT}: none was recorded"
+        with files:
+            return read_transcript(files)
+
     def _transcript(self, planned: PlannedTrial, sandbox: Sandbox) -> TranscriptWriter | None:
         files = self._trial_files(planned)
         if files is None:
@@ -510,6 +527,7 @@ class Engine:
             )
         except GitError as exc:
             changes_error = f"could not collect sandbox diff: {exc}"
+        transcript, transcript_error = self._read_transcript(planned)
         context = CheckContext(
             root=sandbox.root,
             snapshot=sandbox.snapshot,
@@ -518,6 +536,8 @@ class Engine:
             ignored=ignored,
             redact=self._redactor(),
             keep_output=lambda name, text: self._keep_output(planned, name, text),
+            transcript=transcript,
+            transcript_error=transcript_error,
         )
         checks = await run_checks(planned.scenario.document.checks, context)
         verdict, error = _verdict(checks, changes_error)

@@ -1,9 +1,13 @@
-"""Scenario documents (schema v0.1): the models, and a discovered scenario.
+"""Scenario documents (schema v0.1 and its extension): the models, and a discovered scenario.
 
 A scenario document names a task (fixture, optional setup, agent, prompt) and the
-deterministic checks that grade one trial of it. Every level is strict: unknown
-keys, wrong types and unsafe paths are validation errors, and every regular
-expression is compiled here, so nothing invalid reaches a host run.
+deterministic checks that grade one trial of it. A document declaring the
+reference's v0.1 schema (:class:`ScenarioDocument`) may use the six core checks
+only; one declaring atlante-eval's own schema (:class:`ExtendedScenarioDocument`)
+may also use the behaviour checks of :mod:`atlante_eval.scenarios_behaviour`.
+Every level is strict: unknown keys, wrong types and unsafe paths are validation
+errors, and every regular expression is compiled here, so nothing invalid reaches
+a host run.
 
 Regular expressions use Python's :mod:`re` dialect (see docs/scenarios.md for what
 differs from the JavaScript dialect of the reference implementation).
@@ -17,33 +21,54 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from .choices import CheckType
+from .choices import EXTENDED_SCENARIO_SCHEMA_URI, SCENARIO_SCHEMA_URI, CheckType
 from .patterns import pattern_problem
+from .scenarios_behaviour import (
+    BehaviourCheck,
+    MaxToolCallsCheck,
+    MaxTurnsCheck,
+    SkillUsedCheck,
+    SubagentUsedCheck,
+    ToolNotUsedCheck,
+    ToolUsedCheck,
+    TranscriptContainsCheck,
+)
 from .validation import NonEmptyStr, Regex, SandboxPath, StrictModel
 
 __all__ = [
     "CHECK_TIMEOUT_DEFAULT_MS",
+    "EXTENDED_SCENARIO_SCHEMA_URI",
     "MAX_TIMEOUT_MS",
+    "SCENARIO_MODELS",
     "SCENARIO_NAME_PATTERN",
     "SCENARIO_SCHEMA_URI",
     "SETUP_TIMEOUT_MS",
+    "AnyCheck",
+    "AnyScenarioDocument",
+    "BehaviourCheck",
     "Check",
     "CheckType",
     "CommandCheck",
     "DiffAllowlistCheck",
+    "ExtendedScenarioDocument",
     "FileAbsentCheck",
     "FileContainsCheck",
     "FileExistsCheck",
     "FileUnchangedCheck",
+    "MaxToolCallsCheck",
+    "MaxTurnsCheck",
     "Origin",
     "Scenario",
     "ScenarioBudget",
     "ScenarioDocument",
+    "SkillUsedCheck",
+    "SubagentUsedCheck",
     "Task",
+    "ToolNotUsedCheck",
+    "ToolUsedCheck",
+    "TranscriptContainsCheck",
 ]
 
-#: The only scenario document schema URI.
-SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"
 #: Upper bound of every timeout a user can write (one hour).
 MAX_TIMEOUT_MS = 3_600_000
 #: Timeout of a command check that does not set ``timeoutMs``.
@@ -140,6 +165,19 @@ Check = Annotated[
     | DiffAllowlistCheck,
     Field(discriminator="type"),
 ]
+"""One of the reference's six checks (all a v0.1 document may use)."""
+
+AnyCheck = Annotated[
+    CommandCheck
+    | FileExistsCheck
+    | FileAbsentCheck
+    | FileUnchangedCheck
+    | FileContainsCheck
+    | DiffAllowlistCheck
+    | BehaviourCheck,
+    Field(discriminator="type"),
+]
+"""A core or behaviour check (what an extended document may use)."""
 
 
 class Task(StrictModel):
@@ -162,13 +200,11 @@ class ScenarioBudget(StrictModel):
     """Host-session timeout for this scenario's trials."""
 
 
-class ScenarioDocument(StrictModel):
-    """A scenario document, schema ``https://atlante.sh/schema/v0.1/eval-scenario.json``."""
+class _ScenarioFields(StrictModel):
+    """The fields every scenario document has, in document order."""
 
-    schema_uri: Literal["https://atlante.sh/schema/v0.1/eval-scenario.json"] = Field(
-        alias="$schema"
-    )
-    """The exact v0.1 eval-scenario schema URI."""
+    schema_uri: str = Field(alias="$schema")
+    """The schema URI the document declares."""
     version: Literal["0.1"]
     """Scenario document version."""
     name: Annotated[str, Field(pattern=SCENARIO_NAME_PATTERN)]
@@ -179,8 +215,38 @@ class ScenarioDocument(StrictModel):
     """What one trial does."""
     budget: ScenarioBudget | None = None
     """Optional ``{timeoutMs}`` override."""
+
+
+class ScenarioDocument(_ScenarioFields):
+    """A scenario document, schema ``https://atlante.sh/schema/v0.1/eval-scenario.json``."""
+
+    schema_uri: Literal["https://atlante.sh/schema/v0.1/eval-scenario.json"] = Field(
+        alias="$schema"
+    )
+    """The exact v0.1 eval-scenario schema URI."""
     checks: Annotated[list[Check], Field(min_length=1)]
     """At least one deterministic check."""
+
+
+class ExtendedScenarioDocument(_ScenarioFields):
+    """A scenario document of atlante-eval's own schema: v0.1 plus the behaviour checks."""
+
+    schema_uri: Literal["https://atlante.sh/schema/atlante-eval/v1/eval-scenario.json"] = Field(
+        alias="$schema"
+    )
+    """The exact URI of atlante-eval's extended eval-scenario schema."""
+    checks: Annotated[list[AnyCheck], Field(min_length=1)]
+    """At least one check: a core check or a behaviour check over the transcript."""
+
+
+#: A scenario document of either schema.
+AnyScenarioDocument = ScenarioDocument | ExtendedScenarioDocument
+
+#: The document model of each scenario schema URI.
+SCENARIO_MODELS: dict[str, type[ScenarioDocument] | type[ExtendedScenarioDocument]] = {
+    SCENARIO_SCHEMA_URI: ScenarioDocument,
+    EXTENDED_SCENARIO_SCHEMA_URI: ExtendedScenarioDocument,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +271,7 @@ class Origin:
 class Scenario:
     """A validated scenario document and where it was found."""
 
-    document: ScenarioDocument
+    document: AnyScenarioDocument
     source: str
     """Root-relative path of the document (``<pkg>@<version>/<path>`` for packs)."""
     path: Path

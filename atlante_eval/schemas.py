@@ -8,7 +8,12 @@ from pydantic import BaseModel
 
 from .choices import SCHEMA_KINDS
 from .project import ProjectDocument
-from .scenarios import SCENARIO_SCHEMA_URI, ScenarioDocument
+from .scenarios import (
+    EXTENDED_SCENARIO_SCHEMA_URI,
+    SCENARIO_SCHEMA_URI,
+    ExtendedScenarioDocument,
+    ScenarioDocument,
+)
 
 __all__ = ["SCHEMA_KINDS", "json_schema"]
 
@@ -37,8 +42,20 @@ def _model(kind: str) -> type[BaseModel]:
     return RunReport
 
 
-def json_schema(kind: str) -> dict[str, Any]:
-    """Return the JSON Schema (draft 2020-12) of ``kind`` (one of :data:`SCHEMA_KINDS`)."""
+def json_schema(kind: str, *, extended: bool = False) -> dict[str, Any]:
+    """Return the JSON Schema (draft 2020-12) of ``kind`` (one of :data:`SCHEMA_KINDS`).
+
+    ``extended`` (scenario only) returns atlante-eval's own scenario schema: everything
+    v0.1 admits plus the behaviour checks; its ``$id`` is the ``$schema`` such documents
+    declare.
+    """
+    if kind == "scenario" and extended:
+        schema = ExtendedScenarioDocument.model_json_schema(by_alias=True, mode="validation")
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            **schema,
+            "$id": EXTENDED_SCENARIO_SCHEMA_URI,
+        }
     if kind == "transcript":
         schema = _transcript_schema()
     else:

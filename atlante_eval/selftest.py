@@ -30,7 +30,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
@@ -42,24 +42,34 @@ from .engine import Engine, EngineOptions
 from .events import ProgressEvent
 from .hosts.base import SessionEnd, SessionUsage, TrialContext
 from .lifecycle import cleanup_warning, run_lifecycle
+from .paths import UnsafePathError
 from .plan import Plan, PlannedTrial, resolve_budget
 from .report import CheckResult, Meta, RunReport, ScenarioResult, TrialResult, utc_timestamp
 from .results import scenario_result
 from .sandbox import RemovalFailure
-from .scenarios import CommandCheck
+from .scenarios import CommandCheck, Scenario
 from .selftest_findings import (
     NULL_TRIAL,
     REFERENCE_TRIAL,
+    AgentName,
     AgentOutcome,
+    Role,
     ScenarioSelftest,
     SelftestResult,
     analyse,
     describe_check,
     find_solutions,
 )
+from .selftest_mutants import apply_mutant, generic_mutants
 from .solutions import Solution, SolutionError, apply_solution
 from .suite import Suite, load_suite
-from .transcript import ErrorEntry, ResultEntry, SessionStartEntry, ToolCallEntry
+from .transcript import (
+    ErrorEntry,
+    ResultEntry,
+    SessionStartEntry,
+    ToolCallEntry,
+    TranscriptEntry,
+)
 
 __all__ = [
     "DEFAULT_SELFTEST_JOBS",
@@ -69,16 +79,17 @@ __all__ = [
     "AgentName",
     "AgentOutcome",
     "NullAgent",
-    "ReferenceAgent",
+    "Role",
     "ScenarioSelftest",
     "SelftestHost",
     "SelftestOutcome",
     "SelftestResult",
+    "SolutionAgent",
     "describe_check",
+    "plan_roles",
     "run_selftest",
 ]
 
-AgentName = Literal["null", "reference"]
 TrialCallback = Callable[[str, AgentName, TrialResult], object]
 
 
@@ -106,68 +117,107 @@ class NullAgent:
         return SessionEnd(evidence={"agent": "null"})
 
 
-class ReferenceAgent:
-    """A stand-in agent that applies each scenario's reference solution to the sandbox.
+class SolutionAgent:
+    """A stand-in agent that applies a solution (and a mutant) to the sandbox.
 
-    Then, like a real agent that tests its work, it runs the scenario's ``command``
-    checks once (their verdicts are ignored here), so files those commands create
-    (``__pycache__/*.pyc``, build output) are in the sandbox when ``diff-allowlist``
-    grades it, as they are after a real trial.
+    After the solution, like a real agent that tests its work, it runs the
+    scenario's ``command`` checks once (their verdicts are ignored here), so files
+    those commands create (``__pycache__/*.pyc``, build output) are in the sandbox
+    when ``diff-allowlist`` grades it, as they are after a real trial. A mutant is
+    applied last. The solution's ``transcript.jsonl``, when it has one, becomes the
+    trial's transcript.
     """
 
-    name = "reference"
-    version: str | None = __version__
-    ignored_changes: Sequence[str] = ()
-
-    def __init__(self, solutions: Mapping[str, Solution]) -> None:
-        self.solutions = dict(solutions)
-
-    async def probe(self) -> None:
-        """Nothing to probe: solutions were validated when they were found."""
-
-    def check_pass_env(self, pass_env: Sequence[str]) -> None:
-        """Accept every name: applying a solution reads no environment."""
-
-    def prepare(self, context: TrialContext) -> None:
-        """Write nothing before the baseline: the solution is the agent's work."""
-
-    async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
-        """Delete the solution's listed paths, copy its files in, then run the command checks."""
+    async def run_session(
+        self, role: Role, context: TrialContext, usage: SessionUsage
+    ) -> SessionEnd:
+        """Apply the role's solution, run the command checks, then apply its mutant."""
         usage.observe_tokens(0)
         usage.observe_cost(0.0)
-        solution = self.solutions.get(context.scenario.name)
-        if solution is None:
-            return SessionEnd(
-                error=f'no reference solution for "{context.scenario.name}"',
-                evidence={"agent": "reference"},
-            )
-        evidence: dict[str, Any] = {"agent": "reference", "solution": solution.label}
-        try:
-            counts = await anyio.to_thread.run_sync(apply_solution, solution, context.sandbox)
-        except SolutionError as exc:
-            _transcribe(context, "reference", [], error=str(exc))
-            return SessionEnd(
-                error=f"the reference solution could not be applied: {exc}",
-                evidence={**evidence, "applyError": str(exc)},
-            )
+        solution, agent = role.solution, role.agent
+        evidence: dict[str, Any] = {"agent": agent}
+        if role.label is not None:
+            evidence["label"] = role.label
+        counts: dict[str, int] = {}
+        if solution is not None:
+            evidence["solution"] = solution.label
+            try:
+                counts = await anyio.to_thread.run_sync(apply_solution, solution, context.sandbox)
+            except SolutionError as exc:
+                _transcribe(context, agent, [], error=str(exc))
+                return SessionEnd(
+                    error=f"the {agent} solution could not be applied: {exc}",
+                    evidence={**evidence, "applyError": str(exc)},
+                )
         commands = [c for c in context.scenario.document.checks if isinstance(c, CommandCheck)]
         ran = (
             await run_checks(
                 commands, CheckContext(root=context.sandbox, snapshot={}, changes=None)
             )
-            if commands
+            if commands and solution is not None and not solution.no_change
             else []
         )
-        if commands:
-            evidence["commandsRun"] = len(commands)
-        _transcribe(
-            context,
-            "reference",
-            [*solution.delete, *solution.files],
-            deleted=len(solution.delete),
-            commands=[(c.run, r) for c, r in zip(commands, ran, strict=True)],
-        )
+        if ran:
+            evidence["commandsRun"] = len(ran)
+        if role.mutant is not None:
+            try:
+                evidence["mutation"] = await anyio.to_thread.run_sync(
+                    apply_mutant, role.mutant, context.sandbox
+                )
+            except (OSError, UnsafePathError) as exc:
+                _transcribe(context, agent, [], error=str(exc))
+                return SessionEnd(
+                    error=f"the mutant {role.mutant.label} could not be applied: {exc}",
+                    evidence={**evidence, "applyError": str(exc)},
+                )
+        mutation = _mutation_call(role, context)
+        if solution is not None and solution.transcript is not None:
+            _replay(context, agent, [*solution.transcript, *mutation])
+            evidence["transcript"] = "solution"
+        else:
+            _transcribe(
+                context,
+                agent,
+                [*solution.delete, *solution.files] if solution is not None else [],
+                deleted=len(solution.delete) if solution is not None else 0,
+                commands=[(c.run, r) for c, r in zip(commands, ran, strict=False)],
+                extra=mutation,
+            )
         return SessionEnd(evidence={**evidence, **counts})
+
+
+def _mutation_call(role: Role, context: TrialContext) -> list[TranscriptEntry]:
+    """The mutant's change as a write tool call (none without a mutant)."""
+    mutant = role.mutant
+    if mutant is None or context.transcript is None:
+        return []
+    return [
+        ToolCallEntry(
+            t=context.transcript.elapsed_ms(),
+            id="mutant-0",
+            name="delete" if mutant.kind == "delete-exists" else "write",
+            tool_kind="write",
+            input={"path": mutant.path},
+            output=mutant.kind,
+            duration_ms=0,
+        )
+    ]
+
+
+def _replay(context: TrialContext, agent: AgentName, entries: Sequence[TranscriptEntry]) -> None:
+    """Write the entries a solution carries as the trial's transcript."""
+    transcript = context.transcript
+    if transcript is None:
+        return
+    t = transcript.elapsed_ms()
+    if not any(isinstance(e, SessionStartEntry) for e in entries):
+        transcript.write(
+            SessionStartEntry(t=t, host=SELFTEST_HOST, version=__version__, agents=[agent])
+        )
+    for entry in entries:
+        transcript.write(entry)
+    if not any(isinstance(e, ResultEntry) for e in entries):
+        transcript.write(ResultEntry(t=t, status="success", turns=0, tokens=0, cost_usd=0.0))
 
 
 def _transcribe(
@@ -178,6 +228,7 @@ def _transcribe(
     deleted: int = 0,
     error: str | None = None,
     commands: Sequence[tuple[Sequence[str], CheckResult]] = (),
+    extra: Sequence[TranscriptEntry] = (),
 ) -> None:
     """Write the stand-in agent's synthetic session: start, file changes, commands, result."""
     transcript = context.transcript
@@ -212,6 +263,8 @@ def _transcribe(
                 duration_ms=outcome.duration_ms,
             )
         )
+    for entry in extra:
+        transcript.write(entry)
     if error is not None:
         transcript.write(ErrorEntry(t=t, message=error))
     transcript.write(
@@ -220,19 +273,22 @@ def _transcribe(
 
 
 class SelftestHost:
-    """The host of a selftest run: trial 0 is the null agent, trial 1 the reference agent.
+    """The host of a selftest run: each trial's :class:`Role` picks its stand-in agent.
 
-    It writes nothing in :meth:`prepare` and leaves no runtime artefacts, so
-    ``diff-allowlist`` ignores nothing: every path a solution changes must be allowed.
+    Trial 0 is the null agent, trial 1 the reference agent; later trials apply the
+    counter-solutions, then the generic mutants. It writes nothing in
+    :meth:`prepare` and leaves no runtime artefacts, so ``diff-allowlist`` ignores
+    nothing: every path a solution changes must be allowed.
     """
 
     name = SELFTEST_HOST
     version: str | None = __version__
     ignored_changes: Sequence[str] = ()
 
-    def __init__(self, solutions: Mapping[str, Solution]) -> None:
+    def __init__(self, roles: Mapping[tuple[str, int], Role]) -> None:
+        self.roles = dict(roles)
         self.null = NullAgent()
-        self.reference = ReferenceAgent(solutions)
+        self.solver = SolutionAgent()
 
     async def probe(self) -> None:
         """Nothing to probe: no model, credentials or host CLI is involved."""
@@ -244,12 +300,59 @@ class SelftestHost:
         """Write nothing."""
 
     async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
-        """Run the agent the trial index selects."""
-        if context.trial == NULL_TRIAL:
+        """Run the agent the trial's role selects."""
+        role = self.roles.get((context.scenario.name, context.trial))
+        if role is None:
+            return SessionEnd(error=f"selftest has no agent for trial {context.trial}")
+        if role.agent == "null" and role.solution is None:
             return await self.null.run_session(context, usage)
-        if context.trial == REFERENCE_TRIAL:
-            return await self.reference.run_session(context, usage)
-        return SessionEnd(error=f"selftest has no agent for trial {context.trial}")
+        return await self.solver.run_session(role, context, usage)
+
+
+def plan_roles(scenario: Scenario, solution: Solution | None) -> dict[int, Role]:
+    """The trials selftest runs for ``scenario``, by trial index.
+
+    0: the null agent; 1: the reference agent (with a solution that changes
+    something); from 2: each counter-solution, then each generic mutant (applied
+    after the reference solution, or after nothing for a no-change scenario;
+    none without a reference).
+    """
+    roles: dict[int, Role] = {NULL_TRIAL: Role("null")}
+    if solution is None:
+        return roles
+    if solution.no_change:
+        roles[NULL_TRIAL] = Role("null", solution)  # its transcript.jsonl, if any
+    else:
+        roles[REFERENCE_TRIAL] = Role("reference", solution)
+    index = REFERENCE_TRIAL + 1
+    for counter in solution.counters:
+        roles[index] = Role("counter", counter)
+        index += 1
+    base = None if solution.no_change else solution
+    for mutant in generic_mutants(list(scenario.document.checks)):
+        roles[index] = Role("mutant", base, mutant)
+        index += 1
+    return roles
+
+
+def _plan(
+    suite: Suite, solutions: Mapping[str, Solution]
+) -> tuple[Plan, dict[tuple[str, int], Role]]:
+    config = resolve_budget(suite.project.eval.budget, trials=1)
+    ordered = tuple(sorted(suite.scenarios, key=lambda s: s.name))
+    trials: list[PlannedTrial] = []
+    roles: dict[tuple[str, int], Role] = {}
+    most = 1
+    for scenario in ordered:
+        budget = scenario.document.budget
+        timeout_ms = budget.timeout_ms if budget is not None else config.timeout_ms
+        planned = plan_roles(scenario, solutions.get(scenario.name))
+        most = max(most, len(planned))
+        for index, role in planned.items():
+            roles[(scenario.name, index)] = role
+            trials.append(PlannedTrial(len(trials), scenario, index, timeout_ms))
+    config = config.model_copy(update={"trials": most, "max_sessions": max(1, len(trials))})
+    return Plan(trials=tuple(trials), config=config, scenarios=ordered), roles
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,22 +368,6 @@ class SelftestOutcome:
     def exit_code(self) -> int:
         """0 when the suite is sound, 1 otherwise."""
         return self.result.exit_code
-
-
-def _plan(suite: Suite, solutions: Mapping[str, Solution]) -> Plan:
-    config = resolve_budget(suite.project.eval.budget, trials=1)
-    ordered = tuple(sorted(suite.scenarios, key=lambda s: s.name))
-    trials: list[PlannedTrial] = []
-    for scenario in ordered:
-        budget = scenario.document.budget
-        timeout_ms = budget.timeout_ms if budget is not None else config.timeout_ms
-        indexes = [NULL_TRIAL] + ([REFERENCE_TRIAL] if scenario.name in solutions else [])
-        for index in indexes:
-            trials.append(PlannedTrial(len(trials), scenario, index, timeout_ms))
-    config = config.model_copy(
-        update={"trials": 2 if solutions else 1, "max_sessions": max(1, len(trials))}
-    )
-    return Plan(trials=tuple(trials), config=config, scenarios=ordered)
 
 
 def _check_options(jobs: int | None, solutions: Path | str | None) -> tuple[int, Path | None]:
@@ -350,8 +437,8 @@ async def run_selftest(
     suite = load_suite(path, scenario_filter=list(scenarios))
     assert suite.native is not None
     found = find_solutions(suite, solutions_dir)
-    plan = _plan(suite, found.found)
-    host = SelftestHost(found.found)
+    plan, roles = _plan(suite, found.found)
+    host = SelftestHost(roles)
     meta = Meta(
         atlante=__version__,
         host=host.name,
@@ -367,7 +454,8 @@ async def run_selftest(
 
     async def record(planned: PlannedTrial, result: TrialResult) -> None:
         results[planned.position] = result
-        agent: AgentName = "null" if planned.index == NULL_TRIAL else "reference"
+        role = roles.get((planned.scenario.name, planned.index))
+        agent: AgentName = role.agent if role is not None else "null"
         await _notify(on_trial, planned.scenario.name, agent, result)
 
     async def ignore(_event: ProgressEvent) -> None:
@@ -401,7 +489,7 @@ async def run_selftest(
     report, report_path = run.report, run.report_path
     assert report is not None
     assert report_path is not None
-    judged, diagnostics = analyse(plan, results, found)
+    judged, diagnostics = analyse(plan, results, found, roles)
     failed = any(d.severity == "error" for d in diagnostics)
     result = SelftestResult(
         ok=not failed,

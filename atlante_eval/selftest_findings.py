@@ -18,24 +18,32 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from .choices import CheckType
+from .choices import BehaviourCheckType, CheckType
 from .diagnostics import Diagnostic, Location, error, warning
 from .plan import Plan
 from .report import CheckResult, OutputModel, TrialResult, Verdict
 from .scenarios import (
-    Check,
+    AnyCheck,
     CommandCheck,
     DiffAllowlistCheck,
     FileAbsentCheck,
     FileContainsCheck,
     FileExistsCheck,
     FileUnchangedCheck,
+    MaxToolCallsCheck,
+    MaxTurnsCheck,
     Scenario,
+    SkillUsedCheck,
+    SubagentUsedCheck,
+    ToolNotUsedCheck,
+    ToolUsedCheck,
+    TranscriptContainsCheck,
 )
+from .selftest_mutants import Mutant
 from .solutions import (
     Solution,
     SolutionError,
@@ -52,8 +60,12 @@ __all__ = [
     "CHECK_WORDING",
     "NULL_TRIAL",
     "REFERENCE_TRIAL",
+    "AgentName",
     "AgentOutcome",
+    "CheatKind",
+    "CheatOutcome",
     "CheckWording",
+    "Role",
     "ScenarioSelftest",
     "SelftestResult",
     "SolutionSearch",
@@ -69,6 +81,42 @@ REFERENCE_TRIAL = 1
 #: Characters of command output quoted in a finding.
 _OUTPUT_CHARS = 600
 _C = TypeVar("_C", bound=BaseModel)
+_BEHAVIOUR: frozenset[str] = frozenset(get_args(BehaviourCheckType))
+
+#: The stand-in agents of a selftest.
+AgentName = Literal["null", "reference", "counter", "mutant"]
+#: What a cheat is: a declared counter-solution or one of the generic mutants.
+CheatKind = Literal["counter", "stray-file", "edit-unchanged", "delete-exists"]
+
+
+@dataclass(frozen=True, slots=True)
+class Role:
+    """What one selftest trial does: which agent, which solution, which mutant."""
+
+    agent: AgentName
+    """The stand-in agent."""
+    solution: Solution | None = None
+    """The solution applied first (the reference, a counter-solution, a no-change one)."""
+    mutant: Mutant | None = None
+    """The generic cheat applied after the solution."""
+
+    @property
+    def label(self) -> str | None:
+        """The counter-solution's label or the mutant's, as findings name them."""
+        if self.mutant is not None:
+            return self.mutant.label
+        return self.solution.counter_label if self.solution is not None else None
+
+    @property
+    def proves_behaviour(self) -> bool:
+        """Whether the trial's transcript is the agent's real behaviour.
+
+        The null agent's synthetic transcript is exactly what it did (nothing); a
+        solution's is only when the solution carries a ``transcript.jsonl``.
+        """
+        if self.solution is None:
+            return self.agent == "null"
+        return self.solution.transcript is not None
 
 
 class AgentOutcome(OutputModel):
@@ -82,6 +130,23 @@ class AgentOutcome(OutputModel):
     """Indexes of the checks that reached no verdict."""
     error: str | None = None
     """The trial's error text (setup failure, solution not applied, ...)."""
+
+
+class CheatOutcome(OutputModel):
+    """Whether a scenario caught one cheat: a counter-solution or a generic mutant."""
+
+    kind: CheatKind
+    """``counter`` (declared under ``counter/``) or the generic mutant's kind."""
+    label: str
+    """The counter-solution's label, or ``<kind> <path>`` for a mutant."""
+    caught: bool | None
+    """At least one check failed (``None``: the cheat could not be applied or graded)."""
+    verdict: Verdict
+    """The trial's verdict in the report."""
+    failed_checks: list[int]
+    """Indexes of the (selftested) checks that failed: the ones that caught it."""
+    error: str | None = None
+    """Why the cheat could not be applied or graded."""
 
 
 class ScenarioSelftest(OutputModel):
@@ -99,6 +164,14 @@ class ScenarioSelftest(OutputModel):
     """Trial 1; ``None`` without a valid solution."""
     findings: list[str]
     """Codes of the diagnostics about this scenario, errors and warnings."""
+    no_change: bool = False
+    """The scenario's right outcome is no change: the null agent is its reference."""
+    not_selftested: list[int] = Field(default_factory=list)
+    """Behaviour checks the reference could not prove (its solution carries no transcript)."""
+    counters: list[CheatOutcome] = Field(default_factory=list)
+    """Each counter-solution, and whether a check caught it."""
+    mutants: list[CheatOutcome] = Field(default_factory=list)
+    """Each generic mutant, and whether a check caught it."""
 
 
 class SelftestResult(OutputModel):
@@ -173,15 +246,15 @@ class CheckWording(Generic[_C]):
     summary: Callable[[_C, Mapping[str, Any]], str]
     """Why the check failed, from its evidence."""
 
-    def describe(self, check: Check) -> str:
+    def describe(self, check: AnyCheck) -> str:
         """The label of ``check``, an instance of :attr:`model`."""
         return self.label(self._narrow(check))
 
-    def summarize(self, check: Check, evidence: Mapping[str, Any]) -> str:
+    def summarize(self, check: AnyCheck, evidence: Mapping[str, Any]) -> str:
         """The failure summary of ``check``, an instance of :attr:`model`."""
         return self.summary(self._narrow(check), evidence)
 
-    def _narrow(self, check: Check) -> _C:
+    def _narrow(self, check: AnyCheck) -> _C:
         if not isinstance(check, self.model):
             raise TypeError(f"{type(check).__name__} is not a {self.model.__name__}")
         return check
@@ -206,12 +279,49 @@ CHECK_WORDING: dict[CheckType, CheckWording[Any]] = {
 }
 
 
-def describe_check(check: Check) -> str:
+def _tool_label(check: ToolUsedCheck | ToolNotUsedCheck) -> str:
+    target = f"tool {check.tool}" if check.tool is not None else f"kind {check.kind}"
+    matching = f" with input matching {check.input_matches!r}" if check.input_matches else ""
+    return f"{check.type} {target}{matching}"
+
+
+def _count_summary(_check: object, evidence: Mapping[str, Any]) -> str:
+    if "cause" in evidence:
+        return str(evidence["cause"])
+    bounds = f"at least {evidence.get('min', 0)}"
+    if evidence.get("max") is not None:
+        bounds += f" and at most {evidence['max']}"
+    return f"{evidence.get('count', 0)} found, expected {bounds}; evidence: " + _evidence_json(
+        None, {k: v for k, v in evidence.items() if k not in ("count", "min", "max")}
+    )
+
+
+_BEHAVIOUR_WORDING: dict[CheckType, CheckWording[Any]] = {
+    "skill-used": CheckWording(SkillUsedCheck, lambda c: f"skill-used {c.skill}", _count_summary),
+    "subagent-used": CheckWording(
+        SubagentUsedCheck, lambda c: f"subagent-used {c.agent}", _count_summary
+    ),
+    "tool-used": CheckWording(ToolUsedCheck, _tool_label, _count_summary),
+    "tool-not-used": CheckWording(ToolNotUsedCheck, _tool_label, _evidence_json),
+    "max-tool-calls": CheckWording(
+        MaxToolCallsCheck, lambda c: f"max-tool-calls {c.max}", _count_summary
+    ),
+    "max-turns": CheckWording(MaxTurnsCheck, lambda c: f"max-turns {c.max}", _evidence_json),
+    "transcript-contains": CheckWording(
+        TranscriptContainsCheck,
+        lambda c: f"transcript-contains {c.pattern!r}",
+        lambda c, _evidence: f"the assistant's text does not contain {c.pattern!r}",
+    ),
+}
+CHECK_WORDING.update(_BEHAVIOUR_WORDING)
+
+
+def describe_check(check: AnyCheck) -> str:
     """A short human label for a check, e.g. ``command python3 -m unittest``."""
     return CHECK_WORDING[check.type].describe(check)
 
 
-def _evidence_summary(check: Check, result: CheckResult) -> str:
+def _evidence_summary(check: AnyCheck, result: CheckResult) -> str:
     return CHECK_WORDING[check.type].summarize(check, result.evidence)
 
 
@@ -232,10 +342,20 @@ def _at(scenario: Scenario, pointer: str) -> dict[str, Any]:
     }
 
 
-def _outcome(result: TrialResult | None) -> AgentOutcome | None:
+def _judged(scenario: Scenario, role: Role | None, result: TrialResult) -> list[CheckResult]:
+    """The check results a trial proves: behaviour checks only when its transcript is real."""
+    if role is None or role.proves_behaviour:
+        return list(result.checks or [])
+    checks = scenario.document.checks
+    return [c for c in result.checks or [] if checks[c.index].type not in _BEHAVIOUR]
+
+
+def _outcome(
+    scenario: Scenario, role: Role | None, result: TrialResult | None
+) -> AgentOutcome | None:
     if result is None:
         return None
-    checks = result.checks or []
+    checks = _judged(scenario, role, result)
     return AgentOutcome(
         verdict=result.verdict,
         failed_checks=[c.index for c in checks if c.verdict == "fail"],
@@ -371,7 +491,7 @@ def _solution_findings(
             )
         ]
     findings = []
-    for result in reference.checks or []:
+    for result in _judged(scenario, Role("reference", solution), reference):
         if result.verdict != "fail":
             continue
         check = scenario.document.checks[result.index]
@@ -490,25 +610,148 @@ def find_solutions(suite: Suite, solutions: Path | None) -> SolutionSearch:
     return SolutionSearch(found=found, invalid=invalid, missing=missing, warnings=stray)
 
 
+def _no_change_findings(
+    scenario: Scenario, solution: Solution, null: TrialResult | None, role: Role
+) -> list[Diagnostic]:
+    """A no-change scenario: the null agent must pass, and a counter-solution must exist."""
+    findings = []
+    if not solution.counters:
+        findings.append(
+            error(
+                "selftest-no-counter",
+                f'no-change scenario "{scenario.name}" has no counter-solution: nothing shows '
+                "that its checks catch a wrong change",
+                source=solution.label,
+                next=f"add {solution.label}/counter/<label>/files/ holding a cheat the checks "
+                "must catch (e.g. the hardcoded bypass the prompt pressures the agent into)",
+            )
+        )
+    if null is None or null.checks is None:
+        return findings
+    for result in _judged(scenario, role, null):
+        if result.verdict != "fail":
+            continue
+        check = scenario.document.checks[result.index]
+        findings.append(
+            error(
+                "selftest-solution-failed",
+                f'scenario "{scenario.name}": the null agent, the reference of this no-change '
+                f"scenario, fails check {result.index} ({describe_check(check)})",
+                cause=_evidence_summary(check, result),
+                next=f"fix the check, or remove {solution.label}/no-change if the task needs "
+                "a change",
+                **_at(scenario, f"/checks/{result.index}"),
+            )
+        )
+    return findings
+
+
+def _cheat(scenario: Scenario, role: Role, result: TrialResult | None) -> CheatOutcome:
+    kind: CheatKind = role.mutant.kind if role.mutant is not None else "counter"
+    label = role.label or "?"
+    if result is None:
+        return CheatOutcome(
+            kind=kind, label=label, caught=None, verdict="infra-error", failed_checks=[]
+        )
+    checks = _judged(scenario, role, result)
+    failed = [c.index for c in checks if c.verdict == "fail"]
+    errored = [c for c in checks if c.verdict == "error"]
+    cause = result.error
+    if not failed and errored:
+        first = errored[0]
+        cause = f"check {first.index} reached no verdict: {first.evidence.get('cause')}"
+    caught: bool | None = bool(failed)
+    if not failed and (errored or result.checks is None):
+        caught = None
+    return CheatOutcome(
+        kind=kind,
+        label=label,
+        caught=caught,
+        verdict=result.verdict,
+        failed_checks=failed,
+        error=cause if caught is None else None,
+    )
+
+
+def _cheat_findings(scenario: Scenario, role: Role, outcome: CheatOutcome) -> list[Diagnostic]:
+    where = (
+        {"source": role.solution.label}
+        if role.mutant is None and role.solution is not None
+        else _at(scenario, f"/checks/{role.mutant.check}" if role.mutant else "/checks")
+    )
+    if outcome.caught is None:
+        if role.mutant is not None:
+            return []  # e.g. a file-exists path the reference itself leaves missing
+        return [
+            error(
+                "selftest-solution-invalid",
+                f'scenario "{scenario.name}": counter-solution "{outcome.label}" could not '
+                "be applied or graded",
+                cause=outcome.error,
+                next="fix the counter-solution's files/, delete.json or transcript.jsonl",
+                **where,
+            )
+        ]
+    if outcome.caught:
+        return []
+    if role.mutant is None:
+        return [
+            error(
+                "selftest-counter-not-caught",
+                f'scenario "{scenario.name}": the checks let counter-solution '
+                f'"{outcome.label}" through: it passes every check',
+                expected="at least one check fails for each counter-solution",
+                next="add a check this cheat fails (a command running the real tests, "
+                "file-unchanged on what it must not touch, a narrower diff-allowlist)",
+                **where,
+            )
+        ]
+    mutant = role.mutant
+    check = scenario.document.checks[mutant.check]
+    return [
+        error(
+            "selftest-mutant-not-caught",
+            f'scenario "{scenario.name}": check {mutant.check} ({describe_check(check)}) '
+            f"claims to catch the generic mutant {mutant.label}, but every check passes",
+            expected="at least one check fails for each generic mutant",
+            next="make the check guard a regular file it can see change, or add one that does",
+            **where,
+        )
+    ]
+
+
 def analyse(
-    plan: Plan, results: Mapping[int, TrialResult], solutions: SolutionSearch
+    plan: Plan,
+    results: Mapping[int, TrialResult],
+    solutions: SolutionSearch,
+    roles: Mapping[tuple[str, int], Role] | None = None,
 ) -> tuple[dict[str, ScenarioSelftest], list[Diagnostic]]:
-    """Judge each scenario from its null and reference trials; return judgements and findings."""
+    """Judge each scenario from its trials; return judgements and findings.
+
+    ``roles`` names what each trial did (default: trial 0 the null agent, trial 1
+    the reference agent).
+    """
     by_trial = {(t.scenario.name, t.index): results.get(t.position) for t in plan.trials}
     scenarios: dict[str, ScenarioSelftest] = {}
     everything: list[Diagnostic] = []
     for scenario in plan.scenarios:
         name = scenario.name
+        solution = solutions.found.get(name)
+        mine = {index: role for (owner, index), role in (roles or {}).items() if owner == name}
+        null_role = mine.get(NULL_TRIAL, Role("null"))
         null = by_trial.get((name, NULL_TRIAL))
         reference = by_trial.get((name, REFERENCE_TRIAL))
-        solution = solutions.found.get(name)
+        no_change = solution is not None and solution.no_change
         findings: list[Diagnostic] = []
         if name in solutions.invalid:
             findings.append(solutions.invalid[name])
         findings += _setup_findings(scenario, null, reference)
         findings += _check_error_findings(scenario, null, reference)
-        findings += _vacuity_findings(scenario, null)
-        if solution is not None:
+        if no_change and solution is not None:
+            findings += _no_change_findings(scenario, solution, null, null_role)
+        else:
+            findings += _vacuity_findings(scenario, null)
+        if solution is not None and not no_change:
             findings += _solution_findings(scenario, solution, reference)
         if name in solutions.missing:
             findings.append(
@@ -519,13 +762,36 @@ def analyse(
                     next=f"add {solutions.missing[name]}/files/ to prove its checks can pass",
                 )
             )
+        counters: list[CheatOutcome] = []
+        mutants: list[CheatOutcome] = []
+        for index, role in sorted(mine.items()):
+            if role.agent not in ("counter", "mutant"):
+                continue
+            outcome = _cheat(scenario, role, by_trial.get((name, index)))
+            (counters if role.agent == "counter" else mutants).append(outcome)
+            findings += _cheat_findings(scenario, role, outcome)
+        reference_role = mine.get(REFERENCE_TRIAL)
+        proving = null_role if no_change else reference_role
+        not_selftested = (
+            [
+                i
+                for i, check in enumerate(scenario.document.checks)
+                if check.type in _BEHAVIOUR and not proving.proves_behaviour
+            ]
+            if proving is not None
+            else []
+        )
         scenarios[name] = ScenarioSelftest(
             ok=not any(d.severity == "error" for d in findings),
             checks=len(scenario.document.checks),
             solution=solution.label if solution is not None else None,
-            null_agent=_outcome(null),
-            reference_agent=_outcome(reference),
+            null_agent=_outcome(scenario, null_role, null),
+            reference_agent=_outcome(scenario, reference_role, reference),
             findings=[d.code for d in findings],
+            no_change=no_change,
+            not_selftested=not_selftested,
+            counters=counters,
+            mutants=mutants,
         )
         everything += findings
     return scenarios, everything + solutions.warnings

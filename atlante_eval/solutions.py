@@ -7,6 +7,15 @@ scenario document; it is found by name::
     <directory of the scenario document>/solutions/<scenario name>/
         files/        a tree copied over the sandbox root (optional)
         delete.json   a JSON array of sandbox-relative paths to delete (optional)
+        transcript.jsonl  the transcript entries the solution implies (optional)
+        no-change     an empty file: the right outcome is no change (optional)
+        counter/<label>/  counter-solutions: known cheats or mistakes (optional),
+                      each with files/, delete.json and transcript.jsonl as above
+
+A ``transcript.jsonl`` holds one transcript entry (docs/transcripts.md) per line,
+the header optional; selftest writes them as the trial's transcript, so behaviour
+checks are proven too. A ``no-change`` scenario takes the null agent as its
+reference and needs counter-solutions instead of files.
 
 ``--solutions DIR`` replaces ``<directory of the scenario document>/solutions``
 with ``DIR`` for every scenario. Deletions run first, then the overlay. Nothing
@@ -20,7 +29,9 @@ sandbox.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,12 +41,16 @@ from .diagnostics import Diagnostic, warning
 from .jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
 from .paths import FORBIDDEN_SEGMENTS, UnsafePathError, resolve_no_follow, sandbox_path_problem
 from .sandbox import remove_tree
-from .scenarios import Scenario
+from .scenarios import SCENARIO_NAME_PATTERN, Scenario
+from .transcript import HeaderEntry, RawEntry, TranscriptEntry, parse_entry
 
 __all__ = [
     "SOLUTIONS_DIRNAME",
+    "SOLUTION_COUNTERS",
     "SOLUTION_DELETE",
     "SOLUTION_FILES",
+    "SOLUTION_NO_CHANGE",
+    "SOLUTION_TRANSCRIPT",
     "Solution",
     "SolutionError",
     "apply_solution",
@@ -52,6 +67,15 @@ SOLUTIONS_DIRNAME = "solutions"
 SOLUTION_FILES = "files"
 #: File of a solution listing sandbox-relative paths to delete.
 SOLUTION_DELETE = "delete.json"
+#: File of a solution holding the transcript entries it implies.
+SOLUTION_TRANSCRIPT = "transcript.jsonl"
+#: Empty file declaring that the scenario's right outcome is no change.
+SOLUTION_NO_CHANGE = "no-change"
+#: Directory of a solution holding its counter-solutions, one per label.
+SOLUTION_COUNTERS = "counter"
+#: Largest ``transcript.jsonl`` a solution may carry.
+_MAX_TRANSCRIPT_BYTES = 1024 * 1024
+_LABEL = re.compile(SCENARIO_NAME_PATTERN)
 
 _MAX_DEPTH = 32
 _CHUNK = 1 << 20
@@ -80,6 +104,14 @@ class Solution:
     """Sandbox-relative paths of the files to copy, sorted."""
     delete: tuple[str, ...]
     """Sandbox-relative paths to delete, in the order listed."""
+    transcript: tuple[TranscriptEntry, ...] | None = None
+    """The transcript entries the solution implies (``None``: it carries none)."""
+    no_change: bool = False
+    """The scenario's right outcome is no change: the null agent is its reference."""
+    counters: tuple[Solution, ...] = ()
+    """Counter-solutions (known cheats or mistakes), sorted by label."""
+    counter_label: str | None = None
+    """The label of a counter-solution (``None`` for the reference solution)."""
 
 
 def solution_directory(scenario: Scenario, solutions: Path | None = None) -> Path:
@@ -157,18 +189,41 @@ def _read_delete_list(path: Path) -> tuple[str, ...]:
     return tuple(value)
 
 
-def load_solution(directory: Path, *, scenario: str, label: str) -> Solution | None:
-    """Validate the solution directory of ``scenario``; ``None`` when there is none.
+def _read_transcript(path: Path) -> tuple[TranscriptEntry, ...]:
+    """Read a solution's ``transcript.jsonl``: one entry per line, an optional header first."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise SolutionError(f"{SOLUTION_TRANSCRIPT} is not a regular file")
+        if info.st_size > _MAX_TRANSCRIPT_BYTES:
+            raise SolutionError(f"{SOLUTION_TRANSCRIPT} is larger than 1 MiB")
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise SolutionError(f"{SOLUTION_TRANSCRIPT} is not UTF-8 text") from None
+    except OSError as exc:
+        raise SolutionError(f"cannot read {SOLUTION_TRANSCRIPT}: {exc.strerror}") from exc
+    entries: list[TranscriptEntry] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            raise SolutionError(f"{SOLUTION_TRANSCRIPT} line {number} is not JSON") from None
+        entry = parse_entry(value)
+        if isinstance(entry, RawEntry):
+            raise SolutionError(
+                f"{SOLUTION_TRANSCRIPT} line {number} is not a transcript entry "
+                "(see `atlante-eval schema transcript`)"
+            )
+        if not isinstance(entry, HeaderEntry):
+            entries.append(entry)
+    return tuple(entries)
 
-    Raises:
-        SolutionError: the directory is a symlink or not a directory, holds other
-            entries than ``files/`` and ``delete.json``, is empty, or holds an
-            unsafe path.
-    """
+
+def _solution_names(directory: Path) -> list[str]:
     try:
         info = os.lstat(directory)
-    except FileNotFoundError:
-        return None
     except OSError as exc:
         raise SolutionError(f"cannot inspect the solution directory: {exc.strerror}") from exc
     if stat.S_ISLNK(info.st_mode):
@@ -176,33 +231,115 @@ def load_solution(directory: Path, *, scenario: str, label: str) -> Solution | N
     if not stat.S_ISDIR(info.st_mode):
         raise SolutionError("the solution is not a directory")
     try:
-        names = sorted(os.listdir(directory))
+        return sorted(os.listdir(directory))
     except OSError as exc:
         raise SolutionError(f"cannot read the solution directory: {exc.strerror}") from exc
-    unexpected = [n for n in names if n not in (SOLUTION_FILES, SOLUTION_DELETE)]
+
+
+def _real_dir(path: Path, shown: str) -> None:
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise SolutionError(f"{shown} must be a real directory")
+
+
+def _no_change(path: Path) -> bool:
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode) or info.st_size != 0:
+        raise SolutionError(f"{SOLUTION_NO_CHANGE} must be an empty regular file")
+    return True
+
+
+def _counters(directory: Path, *, scenario: str, label: str) -> tuple[Solution, ...]:
+    _real_dir(directory, f"{SOLUTION_COUNTERS}/")
+    counters: list[Solution] = []
+    for name in _solution_names(directory):
+        if not _LABEL.match(name):
+            raise SolutionError(
+                f"counter-solution label {name!r} must match {SCENARIO_NAME_PATTERN}"
+            )
+        try:
+            counter = _load(
+                directory / name, scenario=scenario, label=f"{label}/{SOLUTION_COUNTERS}/{name}"
+            )
+        except SolutionError as exc:
+            raise SolutionError(f"counter-solution {name!r}: {exc}") from exc
+        counters.append(
+            Solution(
+                scenario=scenario,
+                directory=counter.directory,
+                label=counter.label,
+                files=counter.files,
+                delete=counter.delete,
+                transcript=counter.transcript,
+                counter_label=name,
+            )
+        )
+    return tuple(counters)
+
+
+def _load(directory: Path, *, scenario: str, label: str, reference: bool = False) -> Solution:
+    names = _solution_names(directory)
+    allowed = [SOLUTION_FILES, SOLUTION_DELETE, SOLUTION_TRANSCRIPT]
+    if reference:
+        allowed += [SOLUTION_NO_CHANGE, SOLUTION_COUNTERS]
+    unexpected = [n for n in names if n not in allowed]
     if unexpected:
+        shown = [f"{a}/" if a in (SOLUTION_FILES, SOLUTION_COUNTERS) else a for a in allowed]
         raise SolutionError(
-            f"unexpected entries {', '.join(unexpected)}; a solution holds only "
-            f"{SOLUTION_FILES}/ and {SOLUTION_DELETE}"
+            f"unexpected entries {', '.join(unexpected)}; a "
+            f"{'solution' if reference else 'counter-solution'} holds only {', '.join(shown)}"
         )
     files: list[str] = []
     if SOLUTION_FILES in names:
-        tree = directory / SOLUTION_FILES
-        tree_info = os.lstat(tree)
-        if stat.S_ISLNK(tree_info.st_mode) or not stat.S_ISDIR(tree_info.st_mode):
-            raise SolutionError(f"{SOLUTION_FILES} must be a real directory")
-        files = _walk_files(tree)
+        _real_dir(directory / SOLUTION_FILES, SOLUTION_FILES)
+        files = _walk_files(directory / SOLUTION_FILES)
     delete: tuple[str, ...] = ()
     if SOLUTION_DELETE in names:
         delete = _read_delete_list(directory / SOLUTION_DELETE)
-    if not files and not delete:
+    transcript = None
+    if SOLUTION_TRANSCRIPT in names:
+        transcript = _read_transcript(directory / SOLUTION_TRANSCRIPT)
+    no_change = SOLUTION_NO_CHANGE in names and _no_change(directory / SOLUTION_NO_CHANGE)
+    counters: tuple[Solution, ...] = ()
+    if SOLUTION_COUNTERS in names:
+        counters = _counters(directory / SOLUTION_COUNTERS, scenario=scenario, label=label)
+    if no_change and (files or delete):
         raise SolutionError(
-            f"the solution is empty: it needs a file under {SOLUTION_FILES}/ or a path in "
-            f"{SOLUTION_DELETE}"
+            f"a {SOLUTION_NO_CHANGE} solution changes nothing: remove {SOLUTION_FILES}/ and "
+            f"{SOLUTION_DELETE}, or the {SOLUTION_NO_CHANGE} file"
+        )
+    if not (files or delete or transcript is not None or no_change or counters):
+        raise SolutionError(
+            f"the solution is empty: it needs a file under {SOLUTION_FILES}/, a path in "
+            f"{SOLUTION_DELETE} or a {SOLUTION_TRANSCRIPT}"
         )
     return Solution(
-        scenario=scenario, directory=directory, label=label, files=tuple(files), delete=delete
+        scenario=scenario,
+        directory=directory,
+        label=label,
+        files=tuple(files),
+        delete=delete,
+        transcript=transcript,
+        no_change=no_change,
+        counters=counters,
     )
+
+
+def load_solution(directory: Path, *, scenario: str, label: str) -> Solution | None:
+    """Validate the solution directory of ``scenario``; ``None`` when there is none.
+
+    Raises:
+        SolutionError: the directory (or a counter-solution in it) is a symlink or
+            not a directory, holds other entries than the layout names, is empty,
+            holds an unsafe path, or a ``transcript.jsonl`` that is not entries.
+    """
+    try:
+        os.lstat(directory)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise SolutionError(f"cannot inspect the solution directory: {exc.strerror}") from exc
+    return _load(directory, scenario=scenario, label=label, reference=True)
 
 
 def unknown_solution_warnings(

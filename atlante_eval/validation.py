@@ -18,18 +18,20 @@ from typing import Annotated, Any, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from .choices import CheckType
+from .choices import BehaviourCheckType, CheckType
 from .diagnostics import Diagnostic, Location, error
 from .jsondoc import locate_pointers, pointer_from_loc
 from .paths import sandbox_path_problem
 from .patterns import pattern_problem
 
 __all__ = [
+    "BEHAVIOUR_CHECK_TAGS",
     "CHECK_TAGS",
     "NonEmptyStr",
     "Regex",
     "SandboxPath",
     "StrictModel",
+    "check_regex",
     "location_of",
     "validation_diagnostics",
 ]
@@ -72,6 +74,8 @@ Regex = Annotated[str, Field(min_length=1), AfterValidator(_check_regex)]
 
 #: Discriminator values of the check union; pydantic puts them in error locations.
 CHECK_TAGS: frozenset[str] = frozenset(get_args(CheckType))
+#: The behaviour check types (the atlante-eval extension a v0.1 document may not use).
+BEHAVIOUR_CHECK_TAGS: frozenset[str] = frozenset(get_args(BehaviourCheckType))
 
 
 _NO_VALUE = object()
@@ -298,3 +302,8 @@ def _nearest_position(
         if found:
             return found
     return None
+
+
+def check_regex(value: str) -> str:
+    """Return ``value`` when it is a pattern :data:`Regex` accepts; raise ``ValueError`` if not."""
+    return _check_regex(value)

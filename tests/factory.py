@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 SCENARIO_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"
+EXTENDED_SCENARIO_URI = "https://atlante.sh/schema/atlante-eval/v1/eval-scenario.json"
 SCHEMA_V01 = "https://atlante.sh/schema/v0.1/schema.json"
 SCHEMA_V02 = "https://atlante.sh/schema/v0.2/schema.json"
 
@@ -465,6 +466,46 @@ BAD_PROJECTS: tuple[BadProject, ...] = (
         "invalid-eval-scenario",
         "/task/fixture",
         (6, 5),
+        _SCENARIO,
+    ),
+    BadProject(
+        "behaviour-check-in-v0.1",
+        lambda r: _one_scenario(
+            r, scenario("basic", checks=[{"type": "skill-used", "skill": "python-tests"}])
+        ),
+        "scenario-extension-check",
+        "/checks/0/type",
+        (11, 7),
+        _SCENARIO,
+    ),
+    BadProject(
+        "tool-and-kind",
+        lambda r: _one_scenario(
+            r,
+            scenario(
+                "basic",
+                checks=[{"type": "tool-used", "tool": "Bash", "kind": "shell"}],
+                **{"$schema": EXTENDED_SCENARIO_URI},
+            ),
+        ),
+        "invalid-eval-scenario",
+        "/checks/0",
+        (10, 5),
+        _SCENARIO,
+    ),
+    BadProject(
+        "bad-input-matches",
+        lambda r: _one_scenario(
+            r,
+            scenario(
+                "basic",
+                checks=[{"type": "tool-not-used", "kind": "shell", "inputMatches": "rm ("}],
+                **{"$schema": EXTENDED_SCENARIO_URI},
+            ),
+        ),
+        "invalid-eval-scenario",
+        "/checks/0/inputMatches",
+        (13, 7),
         _SCENARIO,
     ),
     BadProject(

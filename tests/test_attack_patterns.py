@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from clikit import cleaned_up, processes_marked, report_dirs, run_dirs, start_cli, wait_for
-from factory import make_project, scenario
+from factory import EXTENDED_SCENARIO_URI, make_project, scenario
 from standin import actions
 
 from atlante_eval.patterns import PATTERN_TIMEOUT_MS, has_nested_quantifier
@@ -93,6 +93,25 @@ def test_validate_warns_about_nested_quantifiers(tmp_path: Path) -> None:
     assert "/checks/0/pattern" in cli.stderr
     assert "/checks/0/outputMatches" in cli.stderr
     assert "honest" not in cli.stderr
+
+
+def test_validate_warns_about_nested_quantifiers_in_behaviour_checks(tmp_path: Path) -> None:
+    """The same warning covers a behaviour check's ``inputMatches`` and regex ``pattern``."""
+    behaviour = scenario(
+        "evil-behaviour",
+        checks=[
+            {"type": "tool-used", "kind": "shell", "inputMatches": EVIL},
+            {"type": "transcript-contains", "pattern": EVIL, "regex": True},
+        ],
+        **{"$schema": EXTENDED_SCENARIO_URI},
+    )
+    project = make_project(tmp_path / "project", scenarios=[behaviour, HONEST], eval_extra=ONE)
+    with cleaned_up(start_cli(["validate", str(project)], tmp_path)) as cli:
+        status = cli.wait()
+    assert status == 0, cli.stderr
+    assert cli.stderr.count("warning [pattern-nested-quantifier]") == 2
+    assert "/checks/0/inputMatches" in cli.stderr
+    assert "/checks/1/pattern" in cli.stderr
 
 
 def test_nested_quantifier_hint_spots_repeated_groups() -> None:

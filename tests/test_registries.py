@@ -6,11 +6,11 @@ import typing
 from typing import get_args
 
 from atlante_eval.checks import CHECK_KINDS
-from atlante_eval.choices import CheckType, HostName
+from atlante_eval.choices import CheckType, CoreCheckType, HostName
 from atlante_eval.hosts.registry import HOST_FACTORIES, STREAM_PARSERS
 from atlante_eval.native import MANIFESTS
 from atlante_eval.preflight import HOST_BUILTIN_AGENTS
-from atlante_eval.scenarios import Check
+from atlante_eval.scenarios import AnyCheck, Check
 from atlante_eval.selftest_findings import CHECK_WORDING
 from atlante_eval.validation import CHECK_TAGS
 from atlante_eval.writers import (
@@ -21,9 +21,9 @@ from atlante_eval.writers import (
 )
 
 
-def _union_tags() -> set[str]:
-    """The ``type`` literal of every member of the scenario check union."""
-    union = get_args(Check)[0]
+def _union_tags(check: object = AnyCheck) -> set[str]:
+    """The ``type`` literal of every member of a scenario check union."""
+    union = get_args(check)[0]
     return {get_args(member.model_fields["type"].annotation)[0] for member in get_args(union)}
 
 
@@ -48,6 +48,7 @@ def test_check_tables_have_exactly_the_check_types() -> None:
     """The check union, its runners, selftest wording and the validation tags agree."""
     types = set(get_args(CheckType))
     assert _union_tags() == types
+    assert _union_tags(Check) == set(get_args(CoreCheckType))
     assert set(CHECK_KINDS) == types
     assert set(CHECK_WORDING) == types
     assert types == CHECK_TAGS

@@ -73,8 +73,8 @@ def test_quickstart_is_sound_through_the_cli(tmp_path: Path) -> None:
     """`atlante-eval selftest examples/quickstart` exits 0, prints the table and the report."""
     result = _invoke("selftest", str(QUICKSTART), "--out", str(tmp_path))
     assert result.exit_code == 0, result.stdout + result.stderr
-    assert "selftest passed: 3 scenarios sound" in result.stdout
-    for name in ("changelog-entry", "fix-median", "remove-legacy-module"):
+    assert "selftest passed: 4 scenarios sound" in result.stdout
+    for name in ("changelog-entry", "fix-median", "median-with-skill", "remove-legacy-module"):
         assert name in result.stdout
         assert f"{name} · null agent: fail" in result.stderr
         assert f"{name} · reference agent: pass" in result.stderr
@@ -98,6 +98,7 @@ def test_quickstart_is_sound_via_the_library(quickstart: SelftestOutcome) -> Non
     assert set(outcome.result.scenarios) == {
         "changelog-entry",
         "fix-median",
+        "median-with-skill",
         "remove-legacy-module",
     }
     for judged in outcome.result.scenarios.values():
@@ -112,7 +113,7 @@ def test_quickstart_validates() -> None:
     """`atlante-eval validate examples/quickstart` passes with both hosts' outputs verified."""
     result = _invoke("validate", str(QUICKSTART))
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith("ok: 3 scenarios valid for claude-code")
+    assert result.stdout.startswith("ok: 4 scenarios valid for claude-code")
 
 
 def test_quickstart_manifests_are_up_to_date() -> None:
@@ -129,7 +130,10 @@ def test_quickstart_manifests_are_up_to_date() -> None:
 
 
 def test_report_is_written_like_a_run_with_host_selftest(quickstart: SelftestOutcome) -> None:
-    """The report is a run report: host selftest, trial 0 null agent, trial 1 reference agent."""
+    """The report is a run report: host selftest, trial 0 null agent, trial 1 reference agent.
+
+    Later trials are the counter-solutions and the generic mutants.
+    """
     outcome = quickstart
     assert outcome.report_path.name == "report.json"
     assert outcome.report_path.parent.name == outcome.report.run_id
@@ -139,7 +143,8 @@ def test_report_is_written_like_a_run_with_host_selftest(quickstart: SelftestOut
     assert report.meta.manifest_digest is not None
     for result in report.scenarios.values():
         agents = [(t.i, (t.host_evidence or {}).get("agent")) for t in result.trials]
-        assert agents == [(0, "null"), (1, "reference")]
+        assert agents[:2] == [(0, "null"), (1, "reference")]
+        assert {agent for _, agent in agents[2:]} <= {"counter", "mutant"}
         assert all(t.tokens == 0 and t.budget_unmonitored is None for t in result.trials)
     written = json.loads(outcome.result_path.read_text(encoding="utf-8"))
     assert written["ok"] is True
@@ -519,15 +524,16 @@ def test_keep_leaves_the_sandboxes(tmp_path: Path) -> None:
     try:
         trials = outcome.report.scenarios["s"].trials
         kept = [Path(t.sandbox) for t in trials if t.sandbox]
-        assert len(kept) == 2
+        assert len(kept) == 3  # null, reference, and the stray-file mutant of the allowlist
         assert (kept[1] / "project" / "out.txt").read_text(encoding="utf-8") == "done\n"
+        assert (kept[2] / "project" / "atlante-selftest-stray.txt").is_file()
     finally:
         assert outcome.report.meta.run_root is not None
         shutil.rmtree(outcome.report.meta.run_root)
 
 
 def test_keep_option_prints_where_the_sandboxes_are(tmp_path: Path) -> None:
-    """--keep on the command line prints the kept run directory, which holds both trials."""
+    """--keep on the command line prints the kept run directory, which holds every trial."""
     root = make_project(tmp_path / "p", scenarios=[scenario("s", checks=WRITES_OUT)])
     _solution(root, "s", {"out.txt": "done\n"})
     result = _invoke("selftest", str(root), "--out", str(tmp_path / "r"), "--keep")
@@ -536,7 +542,7 @@ def test_keep_option_prints_where_the_sandboxes_are(tmp_path: Path) -> None:
     kept = Path(line.removeprefix("sandboxes kept in "))
     try:
         trials = sorted(p.name.rsplit("-", 1)[0] for p in kept.iterdir() if p.name[0] != ".")
-        assert trials == ["s-trial-0", "s-trial-1"]
+        assert trials == ["s-trial-0", "s-trial-1", "s-trial-2"]
     finally:
         shutil.rmtree(kept)
 

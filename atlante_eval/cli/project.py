@@ -241,6 +241,14 @@ def schema(
             "--json", help="Print JSON (the default and only format).", show_default=False
         ),
     ] = True,
+    extended: Annotated[
+        bool,
+        typer.Option(
+            "--extended",
+            help="With scenario: atlante-eval's own scenario schema (v0.1 plus behaviour checks).",
+            show_default=False,
+        ),
+    ] = False,
 ) -> None:
     """Print the JSON Schema of a file format (scenario, config or report)."""
 
@@ -259,7 +267,17 @@ def schema(
                     )
                 ]
             )
-        print_json(json_schema(kind))
+        if extended and kind != "scenario":
+            raise DiagnosticError(
+                [
+                    error(
+                        "invalid-option",
+                        f"--extended applies to the scenario schema only, not {kind!r}",
+                        next="run `atlante-eval schema scenario --extended`",
+                    )
+                ]
+            )
+        print_json(json_schema(kind, extended=extended))
         return 0
 
     raise typer.Exit(guarded(action))

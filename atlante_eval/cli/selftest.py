@@ -46,7 +46,22 @@ def _verdict_cell(judged: ScenarioSelftest) -> str:
     ]
     if errors:
         return ", ".join(dict.fromkeys(errors))
-    return "ok" if judged.reference_agent is not None else "ok (no reference solution)"
+    if judged.reference_agent is None and not judged.no_change:
+        return "ok (no reference solution)"
+    if judged.not_selftested:
+        return f"ok ({len(judged.not_selftested)} behaviour checks not selftested)"
+    return "ok"
+
+
+def _cheats_cell(judged: ScenarioSelftest) -> str:
+    """``2/3 caught`` over counter-solutions and generic mutants (``-``: none tried)."""
+    cheats = [*judged.counters, *judged.mutants]
+    if not cheats:
+        return "-"
+    caught = sum(1 for cheat in cheats if cheat.caught)
+    missed = [cheat.label for cheat in cheats if cheat.caught is False]
+    cell = f"{caught}/{len(cheats)} caught"
+    return f"{cell} (missed: {', '.join(missed)})" if missed else cell
 
 
 def _shown(path: str) -> str:
@@ -59,7 +74,7 @@ def _shown(path: str) -> str:
 
 def render_selftest(result: SelftestResult) -> str:
     """The per-scenario table, the report path and the overall verdict."""
-    header = ("SCENARIO", "NULL AGENT", "REFERENCE AGENT", "SELFTEST")
+    header = ("SCENARIO", "NULL AGENT", "REFERENCE AGENT", "CHEATS", "SELFTEST")
     rows = [header]
     for name, judged in result.scenarios.items():
         missing = "invalid solution" if "selftest-solution-invalid" in judged.findings else "-"
@@ -67,7 +82,10 @@ def render_selftest(result: SelftestResult) -> str:
             (
                 name,
                 _agent_cell(judged.null_agent, judged.checks, "-"),
-                _agent_cell(judged.reference_agent, judged.checks, missing),
+                _agent_cell(judged.reference_agent, judged.checks, missing)
+                if not judged.no_change
+                else "(no change: null agent)",
+                _cheats_cell(judged),
                 _verdict_cell(judged),
             )
         )
@@ -81,7 +99,9 @@ def render_selftest(result: SelftestResult) -> str:
     total = len(result.scenarios)
     bad = sum(1 for judged in result.scenarios.values() if not judged.ok)
     unproven = sum(
-        1 for judged in result.scenarios.values() if judged.ok and judged.reference_agent is None
+        1
+        for judged in result.scenarios.values()
+        if judged.ok and judged.reference_agent is None and not judged.no_change
     )
     noun = "scenario" if total == 1 else "scenarios"
     if result.ok:
