@@ -92,7 +92,9 @@ def open_page(
     browser: Browser, file: Path, *, javascript: bool = True
 ) -> tuple[Page, Recorder, Any]:
     """Open ``file`` in a fresh context; return the page, its recorder, and the context."""
-    context = browser.new_context(java_script_enabled=javascript, viewport={"width": 1280, "height": 900})
+    context = browser.new_context(
+        java_script_enabled=javascript, viewport={"width": 1280, "height": 900}
+    )
     page = context.new_page()
     recorder = Recorder()
     page.on("request", lambda request: recorder.requests.append(request.url))

@@ -79,7 +79,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     {"type": "command", "run": PRINT_INJECT},
                 ],
             ),
-            scenario("good", prompt=GOOD_ACTIONS, checks=[{"type": "file-exists", "path": "x.txt"}]),
+            scenario(
+                "good", prompt=GOOD_ACTIONS, checks=[{"type": "file-exists", "path": "x.txt"}]
+            ),
             scenario("broken", prompt=actions({"stderr": "invalid API key"}, {"exit": 3})),
         ],
         eval_extra={"budget": {"trials": 3}},
@@ -200,15 +202,23 @@ def test_run_page_reads_without_javascript(browser: Any, run_dir: Path) -> None:
 def test_comparison_page_numbers_match_compare_json(
     browser: Any, run_dir: Path, tmp_path: Path
 ) -> None:
-    """compare --html: rates, intervals, differences and verdicts equal --json; regressions first."""
+    """compare --html: rates, intervals, differences, verdicts equal --json; regressions first."""
     base = write(
         tmp_path / "base",
         report({"good": counts(2, 8), "inject": counts(10, 0)}, run_id="2026-01-01T00-00-00-base"),
     )
     page_file = tmp_path / "compare.html"
     result = subprocess.run(
-        [sys.executable, str(ENTRY), "compare", str(base), str(run_dir), "--html", str(page_file),
-         "--json"],
+        [
+            sys.executable,
+            str(ENTRY),
+            "compare",
+            str(base),
+            str(run_dir),
+            "--html",
+            str(page_file),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env=cli_env(tmp_path),
@@ -249,18 +259,28 @@ def test_history_page_lists_runs_and_regressions(browser: Any, tmp_path: Path) -
     base = tmp_path / "eval"
     write(
         base / "2026-01-01T00-00-00-aaaa",
-        report({"alpha": counts(10, 0)}, run_id="2026-01-01T00-00-00-aaaa",
-               started_at="2026-01-01T00:00:00.000Z"),
+        report(
+            {"alpha": counts(10, 0)},
+            run_id="2026-01-01T00-00-00-aaaa",
+            started_at="2026-01-01T00:00:00.000Z",
+        ),
     )
     write(
         base / "2026-01-02T00-00-00-bbbb",
-        report({"alpha": counts(1, 9)}, run_id="2026-01-02T00-00-00-bbbb",
-               started_at="2026-01-02T00:00:00.000Z"),
+        report(
+            {"alpha": counts(1, 9)},
+            run_id="2026-01-02T00-00-00-bbbb",
+            started_at="2026-01-02T00:00:00.000Z",
+        ),
     )
     write(
         base / "2026-01-03T00-00-00-cccc",
-        report({"alpha": counts(0, 10)}, run_id="2026-01-03T00-00-00-cccc", host="selftest",
-               started_at="2026-01-03T00:00:00.000Z"),
+        report(
+            {"alpha": counts(0, 10)},
+            run_id="2026-01-03T00-00-00-cccc",
+            host="selftest",
+            started_at="2026-01-03T00:00:00.000Z",
+        ),
     )
     out = tmp_path / "history.html"
     result = subprocess.run(
