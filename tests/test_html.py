@@ -26,7 +26,15 @@ from atlante_eval.html.svg import (
     strip_plot,
     usage_line,
 )
-from atlante_eval.html.trial import PAGE_DIFF_CHARS, PAGE_ENTRIES, PAGE_TEXT_CHARS
+from atlante_eval.html.trial import (
+    PAGE_BUDGET_CHARS,
+    PAGE_DIFF_CHARS,
+    PAGE_ENTRIES,
+    PAGE_TEXT_CHARS,
+    TRIAL_MAX_CHARS,
+    TRIAL_MIN_CHARS,
+    allowances,
+)
 from atlante_eval.report import CheckResult, RunReport, TrialResult
 from atlante_eval.reports_io import load_report
 from atlante_eval.results import summarize
@@ -204,13 +212,25 @@ def test_large_values_are_capped_and_linked(tmp_path: Path) -> None:
     hostile, run_dir = _hostile_run(tmp_path)
     page = render_run_html(hostile, run_dir=run_dir, links_from=run_dir).decode()
     assert len(page) < 2_000_000
-    assert page.count('data-kind="tool-call"') == PAGE_ENTRIES - 1  # the header is one
+    shown = page.count('data-kind="tool-call"')
+    assert 0 < shown < PAGE_ENTRIES  # cut by the trial's share of the page
+    assert "more entries left out of this page: see transcript.jsonl" in page
     assert "left out" in page
     assert "more characters left out of this page" in page
     assert "more characters of the diff are in report.json" in page
     assert 'href="trials/alpha/0/transcript.jsonl"' in page
     assert len(INJECT) * 100 > PAGE_TEXT_CHARS
     assert len(hostile.scenarios["alpha"].trials[0].diff or "") > PAGE_DIFF_CHARS
+
+
+def test_a_large_run_shares_the_page_budget_failing_trials_first() -> None:
+    """Each trial's share shrinks with the run; a failing trial gets three times a pass's."""
+    small = allowances([1, 3])
+    assert small == [TRIAL_MAX_CHARS, TRIAL_MAX_CHARS]
+    large = allowances([1] * 400 + [3] * 100)
+    assert abs(large[0] * 3 - large[-1]) < 3
+    assert sum(large) <= PAGE_BUDGET_CHARS
+    assert allowances([1] * 100_000)[0] == TRIAL_MIN_CHARS
 
 
 def test_links_from_elsewhere_are_relative_to_the_page(tmp_path: Path) -> None:

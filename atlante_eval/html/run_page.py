@@ -17,7 +17,7 @@ from ..causes import check_failures, describe_failure, no_graded_note, verdict_c
 from ..report import RunReport, ScenarioResult
 from ..results import statistics_of
 from .svg import interval_bar, strip_plot
-from .trial import TrialPanel, trial_panel
+from .trial import TrialPanel, allowances, trial_panel
 
 __all__ = ["VERDICTS", "GridCell", "RunPage", "ScenarioRow", "run_page", "verdict_glyph"]
 
@@ -115,6 +115,7 @@ def _scenario(
     links_from: Path | None,
     longest_ms: float,
     most_tokens: float,
+    shares: dict[tuple[str, int], int],
 ) -> ScenarioRow:
     stats = statistics_of(result)
     anchor = _anchor(position, name)
@@ -163,6 +164,7 @@ def _scenario(
                 report.meta.config,
                 run_dir=run_dir,
                 links_from=links_from,
+                allowance=shares[(name, t.i)],
             )
             for t in trials
         ],
@@ -214,6 +216,10 @@ def run_page(report: RunReport, *, run_dir: Path | None, links_from: Path | None
     verdicts: dict[str, int] = {}
     for trial in trials:
         verdicts[trial.verdict] = verdicts.get(trial.verdict, 0) + 1
+    # Failing trials get three times a passing trial's share of the page.
+    keys = [(name, t.i, t.verdict) for name, r in report.scenarios.items() for t in r.trials]
+    weights = [1 if verdict == "pass" else 3 for _, _, verdict in keys]
+    shares = {(n, i): a for (n, i, _), a in zip(keys, allowances(weights), strict=True)}
     rows = [
         _scenario(
             position,
@@ -224,6 +230,7 @@ def run_page(report: RunReport, *, run_dir: Path | None, links_from: Path | None
             links_from=links_from,
             longest_ms=longest,
             most_tokens=most,
+            shares=shares,
         )
         for position, (name, result) in enumerate(report.scenarios.items())
     ]

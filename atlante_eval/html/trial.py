@@ -46,16 +46,26 @@ __all__ = [
     "CheckPanel",
     "TimelineItem",
     "TrialPanel",
+    "allowances",
     "highlight_diff",
     "trial_panel",
 ]
 
 #: Most characters of one text value (evidence, tool input or output, agent text) in the page.
-PAGE_TEXT_CHARS = 2_000
+PAGE_TEXT_CHARS = 1_000
 #: Most characters of a trial's diff in the page.
-PAGE_DIFF_CHARS = 8_000
+PAGE_DIFF_CHARS = 6_000
 #: Most transcript entries of one trial in the page.
 PAGE_ENTRIES = 150
+#: Characters of diff and transcript one trial may put in the page when the run is small;
+#: a large run shares :data:`PAGE_BUDGET_CHARS` among its trials instead.
+TRIAL_MAX_CHARS = 200_000
+#: Least characters of diff and transcript a trial gets, however large the run.
+TRIAL_MIN_CHARS = 2_000
+#: Characters of diffs and transcripts one page holds in all (about; markup comes on top).
+PAGE_BUDGET_CHARS = 1_500_000
+#: Characters of markup counted for each timeline entry.
+_ENTRY_MARKUP = 300
 #: Most transcript bytes read for one trial's panel.
 PAGE_TRANSCRIPT_BYTES = 4 * 1024 * 1024
 
@@ -222,12 +232,37 @@ def _item(entry: TranscriptEntry, depths: dict[str, int]) -> TimelineItem | None
     return TimelineItem("raw", entry.t, depth, "host event", fields=[("event", cap(entry.event))])
 
 
-def _timeline(path: Path) -> tuple[list[TimelineItem], Markup | None]:
+def _size(item: TimelineItem) -> int:
+    return _ENTRY_MARKUP + len(item.title) + sum(len(v.text) for _, v in item.fields)
+
+
+def _timeline(path: Path, allowance: int) -> tuple[list[TimelineItem], Markup | None]:
+    """The transcript's entries while ``allowance`` characters last, then a note of the rest."""
     entries = read_transcript(path, max_bytes=PAGE_TRANSCRIPT_BYTES, max_entries=PAGE_ENTRIES)
     depths = _depths(entries)
-    items = [item for entry in entries if (item := _item(entry, depths)) is not None]
+    items: list[TimelineItem] = []
+    used = 0
+    for position, entry in enumerate(entries):
+        item = _item(entry, depths)
+        if item is None:
+            continue
+        used += _size(item)
+        if used > allowance and items:
+            rest = len(entries) - position
+            title = f"{rest:,} more entries left out of this page: see transcript.jsonl"
+            items.append(TimelineItem("truncated", item.t, 0, title))
+            break
+        items.append(item)
     usage = [(e.t, e.tokens) for e in entries if isinstance(e, UsageEntry) and e.tokens is not None]
     return items, usage_line(usage) if usage else None
+
+
+def allowances(weights: list[int]) -> list[int]:
+    """Share :data:`PAGE_BUDGET_CHARS` among trials by weight, within the per-trial bounds."""
+    total = sum(weights) or 1
+    return [
+        min(max(PAGE_BUDGET_CHARS * w // total, TRIAL_MIN_CHARS), TRIAL_MAX_CHARS) for w in weights
+    ]
 
 
 def trial_panel(
@@ -238,8 +273,12 @@ def trial_panel(
     *,
     run_dir: Path | None,
     links_from: Path | None,
+    allowance: int = TRIAL_MAX_CHARS,
 ) -> TrialPanel:
-    """The panel of ``trial``; its transcript is read from ``run_dir`` when there is one."""
+    """The panel of ``trial``; its transcript is read from ``run_dir`` when there is one.
+
+    ``allowance`` bounds the characters of diff and transcript the panel holds.
+    """
     checks = [
         CheckPanel(
             index=c.index,
@@ -252,15 +291,17 @@ def trial_panel(
     ]
     diff, omitted = None, 0
     if trial.diff:
-        omitted = max(len(trial.diff) - PAGE_DIFF_CHARS, 0)
-        diff = highlight_diff(trial.diff[:PAGE_DIFF_CHARS])
+        shown = min(PAGE_DIFF_CHARS, max(allowance // 2, TRIAL_MIN_CHARS // 2))
+        omitted = max(len(trial.diff) - shown, 0)
+        diff = highlight_diff(trial.diff[:shown])
+        allowance -= min(len(trial.diff), shown) * 2  # highlighting about doubles it
     timeline: list[TimelineItem] = []
     chart: Markup | None = None
     links: list[Link] = []
     file = transcript_file(run_dir, scenario, trial.i) if run_dir is not None else None
     if file is not None and file.is_file() and not file.is_symlink():
         try:
-            timeline, chart = _timeline(file)
+            timeline, chart = _timeline(file, max(allowance, TRIAL_MIN_CHARS))
         except OSError:
             timeline = []
         links.append(Link("transcript.jsonl", _href(file, links_from)))
