@@ -9,6 +9,7 @@ error, and show injected HTML and script as text (no script ran, no dialog).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -89,7 +90,10 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with cleaned_up(start_cli(["run", str(root), "--jobs", "2"], tmp_path)) as run:
         assert run.wait(timeout_s=180) == 1, run.stderr
         [directory] = report_dirs(root)
-        assert f"html: {directory / 'report.html'}" in run.stdout
+        assert run.stdout.splitlines()[-1].split() == [
+            "html",
+            os.path.relpath(directory / "report.html"),
+        ]
     return directory
 
 

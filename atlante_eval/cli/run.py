@@ -292,12 +292,15 @@ def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool
         sys.stdout.write(report.to_json())
         sys.stdout.flush()
         return
-    typer.echo(
-        render_summary(report, report_path or Path("report.json"), color=use_color(sys.stdout))
-    )
     page = report_path.with_name("report.html") if report_path is not None else None
-    if page is not None and page.is_file():
-        typer.echo(f"html: {page}")
+    typer.echo(
+        render_summary(
+            report,
+            report_path or Path("report.json"),
+            color=use_color(sys.stdout),
+            html=page if page is not None and page.is_file() else None,
+        )
+    )
     for line in _breach_lines(report):
         typer.echo(printable(line))
 
