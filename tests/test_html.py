@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -233,6 +234,36 @@ def test_a_large_run_shares_the_page_budget_failing_trials_first() -> None:
     assert allowances([1] * 100_000)[0] == TRIAL_MIN_CHARS
 
 
+def test_planted_symlinks_and_fifos_in_trials_are_never_followed(tmp_path: Path) -> None:
+    """A trial directory or transcript that is a symlink, or a FIFO, is not read into the page."""
+    hostile, run_dir = _hostile_run(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "transcript.jsonl").write_text(
+        '{"kind":"header","schema":1,"host":"x","scenario":"alpha","trial":0}\n'
+        '{"kind":"text","t":1,"text":"SECRET-OUTSIDE"}\n'
+    )
+    trial_dir = run_dir / "trials" / "alpha" / "0"
+    (trial_dir / "transcript.jsonl").unlink()
+    (trial_dir / "transcript.jsonl").symlink_to(outside / "transcript.jsonl")
+    page = render_run_html(hostile, run_dir=run_dir, links_from=run_dir).decode()
+    assert "SECRET-OUTSIDE" not in page
+    (trial_dir / "transcript.jsonl").unlink()
+    os.mkfifo(trial_dir / "transcript.jsonl")  # reading it would block: it must not be opened
+    assert "SECRET-OUTSIDE" not in render_run_html(hostile, run_dir=run_dir).decode()
+    for path in (trial_dir / "transcript.jsonl", trial_dir):
+        path.unlink() if path.is_fifo() else path.rmdir()
+    trial_dir.symlink_to(outside, target_is_directory=True)
+    page = render_run_html(hostile, run_dir=run_dir, links_from=run_dir).decode()
+    assert "SECRET-OUTSIDE" not in page
+    assert "no transcript recorded" in page
+    (trial_dir).unlink()
+    (outside / "transcript.jsonl").rename(outside / "moved")
+    trial_dir.mkdir()
+    (trial_dir / "transcript.jsonl").write_text((outside / "moved").read_text())
+    assert "SECRET-OUTSIDE" in render_run_html(hostile, run_dir=run_dir).decode()  # the control
+
+
 def test_links_from_elsewhere_are_relative_to_the_page(tmp_path: Path) -> None:
     hostile, run_dir = _hostile_run(tmp_path)
     (tmp_path / "site").mkdir()
@@ -298,7 +329,8 @@ def test_html_command_writes_beside_the_report_and_never_replaces_a_foreign_file
         (["--history", "nowhere", "-o", "h.html"], 2, "nowhere is not a directory"),
         (["--history", "empty", "-o", "h.html"], 2, "no run report found under"),
         (["missing-run"], 2, "report-unreadable"),
-        (["run", "-o", "no/such/dir/x.html"], 3, "eval-report-failed"),
+        (["run", "-o", "no/such/dir/x.html"], 2, "invalid-output-path"),
+        (["--history", ".", "-o", "no/such/x.html"], 2, "invalid-output-path"),
     ],
 )
 def test_html_command_refuses_bad_input(
@@ -340,8 +372,8 @@ def test_compare_html_writes_the_page(tmp_path: Path) -> None:
     missing = cli(
         "compare", str(base), str(head), "--html", str(tmp_path / "x/y.html"), cwd=tmp_path
     )
-    assert missing.returncode == 3
-    assert "--html" in missing.stderr
+    assert missing.returncode == 2
+    assert "error [invalid-output-path]: --html" in missing.stderr
 
 
 @pytest.mark.anyio

@@ -56,6 +56,7 @@ def html(
 
     def action() -> int:
         from ..diagnostics import DiagnosticError, error
+        from ..outputs import check_output_paths
 
         if (report is None) == (history is None):
             raise DiagnosticError(
@@ -68,6 +69,7 @@ def html(
                     )
                 ]
             )
+        check_output_paths({"--output": output})
         if history is not None:
             return _history(history, output)
         assert report is not None
@@ -110,7 +112,7 @@ def _refuse_foreign(target: Path) -> None:
         raise DiagnosticError(
             [
                 error(
-                    "invalid-option",
+                    "invalid-output-path",
                     f"{target} exists and was not written by atlante-eval; it is left alone",
                     source=str(target),
                     next="pass -o FILE to write the page elsewhere",
@@ -163,6 +165,6 @@ def _history(directory: Path, output: Path | None) -> int:
     writer: ReportWriter[Path] = ReportWriter(
         "HTML history", lambda d: render_history_html(d, reports)
     )
-    writer.write(directory, output, option="-o")
+    writer.write(directory, output, option="--output")
     typer.echo(f"html: {output} ({len(reports)} runs)")
     return 0

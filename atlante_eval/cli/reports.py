@@ -106,7 +106,7 @@ def compare(
         from ..reports_io import display_path, load_report, report_path
         from ..writers import COMPARE_WRITERS
 
-        check_output_paths({"--markdown": markdown})
+        check_output_paths({"--markdown": markdown, "--html": html})
         alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
         margin_value = _fraction("--margin", margin, DEFAULT_MARGIN, allow_one=True)
         if as_json and markdown == Path("-"):

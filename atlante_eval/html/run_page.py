@@ -7,6 +7,7 @@ or the reference tool's, whose statistics are computed from its trials) into a
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from markupsafe import Markup
 from ..causes import check_failures, describe_failure, no_graded_note, verdict_counts
 from ..report import RunReport, ScenarioResult
 from ..results import statistics_of
+from ..run_files import RunFiles
 from .svg import interval_bar, strip_plot
 from .trial import TrialPanel, allowances, trial_panel
 
@@ -111,7 +113,7 @@ def _scenario(
     result: ScenarioResult,
     report: RunReport,
     *,
-    run_dir: Path | None,
+    files: RunFiles | None,
     links_from: Path | None,
     longest_ms: float,
     most_tokens: float,
@@ -162,7 +164,7 @@ def _scenario(
                 f"{anchor}-t{t.i}",
                 t,
                 report.meta.config,
-                run_dir=run_dir,
+                files=files,
                 links_from=links_from,
                 allowance=shares[(name, t.i)],
             )
@@ -220,20 +222,15 @@ def run_page(report: RunReport, *, run_dir: Path | None, links_from: Path | None
     keys = [(name, t.i, t.verdict) for name, r in report.scenarios.items() for t in r.trials]
     weights = [1 if verdict == "pass" else 3 for _, _, verdict in keys]
     shares = {(n, i): a for (n, i, _), a in zip(keys, allowances(weights), strict=True)}
-    rows = [
-        _scenario(
-            position,
-            name,
-            result,
-            report,
-            run_dir=run_dir,
-            links_from=links_from,
-            longest_ms=longest,
-            most_tokens=most,
-            shares=shares,
-        )
-        for position, (name, result) in enumerate(report.scenarios.items())
-    ]
+    files: RunFiles | None = None
+    if run_dir is not None:
+        with contextlib.suppress(OSError):
+            files = RunFiles.open_existing(run_dir)
+    try:
+        rows = _rows(report, files, links_from, longest, most, shares)
+    finally:
+        if files is not None:
+            files.close()
     return RunPage(
         title=f"atlante-eval run {report.run_id}",
         run_id=report.run_id,
@@ -243,3 +240,27 @@ def run_page(report: RunReport, *, run_dir: Path | None, links_from: Path | None
         scenarios=rows,
         max_trials=max((len(r.trials) for r in report.scenarios.values()), default=0),
     )
+
+
+def _rows(
+    report: RunReport,
+    files: RunFiles | None,
+    links_from: Path | None,
+    longest: float,
+    most: float,
+    shares: dict[tuple[str, int], int],
+) -> list[ScenarioRow]:
+    return [
+        _scenario(
+            position,
+            name,
+            result,
+            report,
+            files=files,
+            links_from=links_from,
+            longest_ms=longest,
+            most_tokens=most,
+            shares=shares,
+        )
+        for position, (name, result) in enumerate(report.scenarios.items())
+    ]

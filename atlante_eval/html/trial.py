@@ -19,8 +19,9 @@ from markupsafe import Markup
 
 from ..causes import evidence_line, trial_cause
 from ..report import MetaConfig, TrialResult
-from ..show import transcript_file
+from ..run_files import RunFiles
 from ..transcript import (
+    TRANSCRIPT_FILE,
     ErrorEntry,
     HeaderEntry,
     RawEntry,
@@ -33,7 +34,8 @@ from ..transcript import (
     TranscriptEntry,
     TruncatedEntry,
     UsageEntry,
-    read_transcript,
+    decode_transcript,
+    parse_entry,
 )
 from ..transcript_writer import RAW_FILE
 from .svg import usage_line
@@ -66,8 +68,8 @@ TRIAL_MIN_CHARS = 2_000
 PAGE_BUDGET_CHARS = 1_500_000
 #: Characters of markup counted for each timeline entry.
 _ENTRY_MARKUP = 300
-#: Most transcript bytes read for one trial's panel.
-PAGE_TRANSCRIPT_BYTES = 4 * 1024 * 1024
+#: Most transcript bytes read for one trial's panel (the writer caps a transcript at 8 MiB).
+PAGE_TRANSCRIPT_BYTES = 9 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,9 +238,12 @@ def _size(item: TimelineItem) -> int:
     return _ENTRY_MARKUP + len(item.title) + sum(len(v.text) for _, v in item.fields)
 
 
-def _timeline(path: Path, allowance: int) -> tuple[list[TimelineItem], Markup | None]:
+def _timeline(data: bytes, allowance: int) -> tuple[list[TimelineItem], Markup | None]:
     """The transcript's entries while ``allowance`` characters last, then a note of the rest."""
-    entries = read_transcript(path, max_bytes=PAGE_TRANSCRIPT_BYTES, max_entries=PAGE_ENTRIES)
+    read = decode_transcript(data, max_entries=PAGE_ENTRIES)
+    entries = [parse_entry(line.value) for line in read.lines]
+    if read.truncated is not None:
+        entries.append(read.truncated)
     depths = _depths(entries)
     items: list[TimelineItem] = []
     used = 0
@@ -271,11 +276,14 @@ def trial_panel(
     trial: TrialResult,
     config: MetaConfig | None,
     *,
-    run_dir: Path | None,
+    files: RunFiles | None,
     links_from: Path | None,
     allowance: int = TRIAL_MAX_CHARS,
 ) -> TrialPanel:
-    """The panel of ``trial``; its transcript is read from ``run_dir`` when there is one.
+    """The panel of ``trial``; its transcript is read from the run's ``files`` when there is one.
+
+    The run directory is read by descriptor (:class:`~atlante_eval.run_files.RunFiles`):
+    a symlink or FIFO planted in ``trials/`` is never followed or opened.
 
     ``allowance`` bounds the characters of diff and transcript the panel holds.
     """
@@ -298,16 +306,17 @@ def trial_panel(
     timeline: list[TimelineItem] = []
     chart: Markup | None = None
     links: list[Link] = []
-    file = transcript_file(run_dir, scenario, trial.i) if run_dir is not None else None
-    if file is not None and file.is_file() and not file.is_symlink():
-        try:
-            timeline, chart = _timeline(file, max(allowance, TRIAL_MIN_CHARS))
-        except OSError:
-            timeline = []
-        links.append(Link("transcript.jsonl", _href(file, links_from)))
-        raw = file.with_name(RAW_FILE)
-        if raw.is_file() and not raw.is_symlink():
-            links.append(Link(RAW_FILE, _href(raw, links_from)))
+    trial_files = files.trial(scenario, trial.i, create=False) if files is not None else None
+    if trial_files is not None:
+        with trial_files:
+            data = trial_files.read(TRANSCRIPT_FILE, limit=PAGE_TRANSCRIPT_BYTES)
+            names = trial_files.names()
+        base = files.path if files is not None else Path()
+        if data is not None:
+            timeline, chart = _timeline(data, max(allowance, TRIAL_MIN_CHARS))
+        for name in (TRANSCRIPT_FILE, RAW_FILE):
+            if name in names:
+                links.append(Link(name, _href(base / trial_files.path_of(name), links_from)))
     return TrialPanel(
         anchor=anchor,
         scenario=scenario,
