@@ -96,8 +96,8 @@ def test_forest_plot_rows_escape_labels_and_put_zero_in_the_middle() -> None:
     svg = str(forest_plot([ForestRow("<b>x</b>", -0.5, -0.8, -0.2, css="c-regressed")], width=560))
     assert "&lt;b&gt;x&lt;/b&gt;" in svg
     assert "<b>" not in svg
-    assert '<line class="zero" x1="365"' in svg  # 180 + (0 + 1) / 2 * (550 - 180)
-    assert '<line class="ci" x1="217" y1="29" x2="328" y2="29"/>' in svg
+    assert '<line class="zero" x1="358"' in svg  # 180 + (0 + 1) / 2 * (536 - 180)
+    assert '<line class="ci" x1="215.6" y1="29" x2="322.4" y2="29"/>' in svg
     assert 'class="row c-regressed"' in svg
     assert "-50.0 points (-80.0 to -20.0)" in svg
 

@@ -83,7 +83,7 @@ def forest_plot(rows: Sequence[ForestRow], *, width: int = 560, label_width: int
     """Differences with intervals on a -100..+100 point axis, one row each, zero marked."""
     row_height, top = 22, 18
     height = top + row_height * max(len(rows), 1) + 6
-    left, right = label_width, width - 10
+    left, right = label_width, width - 24
     span = right - left
 
     def x(value: float) -> str:
