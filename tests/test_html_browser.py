@@ -313,3 +313,23 @@ def test_history_page_lists_runs_and_regressions(browser: Any, tmp_path: Path) -
         _no_trouble(recorder, page, out)
     finally:
         context.close()
+
+
+def test_the_checks_see_a_page_that_misbehaves(browser: Any, tmp_path: Path) -> None:
+    """The none case: a page that loads a file, runs injected script and errs is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        "<!DOCTYPE html><html><body><p>x</p>"
+        '<img src="other.png"><script>window.__pwned = 1; missingFunction();</script>'
+        "</body></html>"
+    )
+    page, recorder, context = open_page(browser, bad)
+    try:
+        assert recorder.foreign_requests(bad.absolute().as_uri()) == [
+            (tmp_path / "other.png").absolute().as_uri()
+        ]
+        assert page.evaluate("typeof window.__pwned") == "number"
+        assert recorder.errors
+        assert page.locator("img").count() == 1
+    finally:
+        context.close()
