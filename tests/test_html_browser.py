@@ -124,12 +124,22 @@ def test_run_page_numbers_match_the_report(browser: Any, run_dir: Path, tmp_path
             graded = row.locator(".graded").inner_text().splitlines()[0]
             assert graded == f"{stats['passed']} / {stats['graded']}"
             assert row.locator(".stability").inner_text() == (stats.get("stability") or "n/a")
+            mean, p95 = result["meanDurationMs"], result["spread"]["durationP95Ms"]
+            duration = row.locator(".duration").inner_text().splitlines()[0]
+            assert duration == f"{mean / 1000:.1f} s / {p95 / 1000:.1f} s"
+            executed = [t for t in result["trials"] if t["verdict"] != "skipped-budget"]
+            assert row.locator(".duration svg rect.dot").count() == len(executed)
         for verdict, count in data["meta"]["totals"]["verdicts"].items():
             shown = page.locator(f'#verdict-counts [data-count="{verdict}"] b').inner_text()
             assert shown == str(count)
         cells = page.locator("#verdict-grid a.cell")
         assert cells.count() == sum(len(r["trials"]) for r in data["scenarios"].values())
-        assert page.locator('#scenario-table tr[data-scenario="inject"] .activity').inner_text()
+        activity = data["scenarios"]["inject"]["activity"]
+        shown = page.locator('#scenario-table tr[data-scenario="inject"] .activity').inner_text()
+        for name, count in activity["subagents"].items():
+            assert f"subagents: {name} ×{count}" in shown
+        for kind, count in activity["toolCalls"]["byKind"].items():
+            assert f"{kind} ×{count}" in shown
         page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
         _no_trouble(recorder, page, file)
     finally:
