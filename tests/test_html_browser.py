@@ -137,9 +137,9 @@ def test_run_page_numbers_match_the_report(browser: Any, run_dir: Path, tmp_path
         activity = data["scenarios"]["inject"]["activity"]
         shown = page.locator('#scenario-table tr[data-scenario="inject"] .activity').inner_text()
         for name, count in activity["subagents"].items():
-            assert f"subagents: {name} ×{count}" in shown
+            assert f"subagents: {name} \u00d7{count}" in shown
         for kind, count in activity["toolCalls"]["byKind"].items():
-            assert f"{kind} ×{count}" in shown
+            assert f"{kind} \u00d7{count}" in shown
         page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
         _no_trouble(recorder, page, file)
     finally:
