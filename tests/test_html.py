@@ -390,3 +390,26 @@ async def test_run_writes_report_html_unless_asked_not_to(tmp_path: Path) -> Non
     [second] = [d for d in report_dirs(project) if d != first]
     assert (second / "report.json").is_file()
     assert not (second / "report.html").exists()
+
+
+@pytest.mark.anyio
+async def test_a_run_stopped_part_way_still_writes_report_html(tmp_path: Path) -> None:
+    """A run that stops on an error publishes a partial report, and its page with it."""
+    from atlante_eval.events import TrialFinished
+    from atlante_eval.runner import EvalRunError
+
+    project = make_project(
+        tmp_path / "p",
+        scenarios=[scenario("s", prompt=actions({"write": "x.txt", "content": "x"}))],
+        eval_extra={"budget": {"trials": 2}},
+    )
+
+    def explode(event: object) -> None:
+        if isinstance(event, TrialFinished):
+            raise RuntimeError("progress sink failed")
+
+    with pytest.raises(EvalRunError) as stopped:
+        await run_eval(project, host=StandinHost(), jobs=1, on_event=explode)
+    page = stopped.value.report_path.with_name("report.html")
+    assert page.is_file()
+    assert b"interrupted" in page.read_bytes()
