@@ -43,7 +43,7 @@ def browser_required() -> bool:
 
 
 def _missing() -> str | None:
-    if not (os.path.isfile(CHROMIUM) or shutil.which(CHROMIUM)):
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
         return f"chromium not found at {CHROMIUM} (apt-get install chromium)"
     try:
         import playwright.sync_api  # noqa: F401

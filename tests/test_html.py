@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from clikit import cli_env, report_dirs
 from factory import make_project, scenario
+from reports import counts, report, write
 from standin import StandinHost, actions
+from test_reports_io import REFERENCE_REPORT
 
 from atlante_eval.compare import compare_reports
 from atlante_eval.html import render as render_module
@@ -40,8 +42,6 @@ from atlante_eval.report import CheckResult, RunReport, TrialResult
 from atlante_eval.reports_io import load_report
 from atlante_eval.results import summarize
 from atlante_eval.runner import run_eval
-from tests.reports import counts, report, write
-from tests.test_reports_io import REFERENCE_REPORT
 
 ENTRY = Path(__file__).with_name("standin_cli.py")
 INJECT = '<script>window.__pwned=1</script><img src=x onerror="alert(1)">'

@@ -12,12 +12,13 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+from reports import counts, report, trials, write
+
 from atlante_eval.compare import compare_reports
 from atlante_eval.html import render_compare_html, render_history_html, render_run_html
 from atlante_eval.html.history import LoadedReport
 from atlante_eval.report import CheckResult, TrialResult
 from atlante_eval.results import summarize
-from tests.reports import counts, report, trials, write
 
 GOLDEN = Path(__file__).with_name("golden")
 _VOID = {"meta", "link", "br", "img", "input", "hr", "rect", "line", "circle", "polyline"}

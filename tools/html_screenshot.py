@@ -17,10 +17,10 @@ def main() -> None:
     """Render the page and save the screenshot."""
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
     from playwright.sync_api import sync_playwright
+    from test_html_golden import _run_dir
 
     from atlante_eval.html import render_run_html
     from atlante_eval.reports_io import load_report
-    from tests.test_html_golden import _run_dir
 
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = _run_dir(Path(tmp))

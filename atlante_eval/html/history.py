@@ -65,8 +65,9 @@ def collect_reports(directory: Path) -> tuple[list[LoadedReport], list[Diagnosti
         if depth >= MAX_HISTORY_DEPTH:
             dirs.clear()
         dirs[:] = sorted(d for d in dirs if d != "trials")
-        if REPORT_FILE in files and not os.path.islink(os.path.join(current, REPORT_FILE)):
-            found.append(Path(current) / REPORT_FILE)
+        candidate = Path(current) / REPORT_FILE
+        if REPORT_FILE in files and not candidate.is_symlink():
+            found.append(candidate)
     loaded: list[LoadedReport] = []
     notes: list[Diagnostic] = []
     for file in found:

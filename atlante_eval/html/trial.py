@@ -180,58 +180,88 @@ def _depths(entries: list[TranscriptEntry]) -> dict[str, int]:
     return depths
 
 
+def _session_start(entry: SessionStartEntry, depth: int) -> TimelineItem:
+    fields = [("model", Capped(entry.model or "unknown"))]
+    for name, values in (
+        ("tools", entry.tools),
+        ("skills", entry.skills),
+        ("agents", entry.agents),
+    ):
+        if values:
+            fields.append((name, cap(", ".join(values))))
+    title = f"session start: {entry.host} {entry.version or ''}".strip()
+    return TimelineItem("session-start", entry.t, depth, title, fields=fields)
+
+
+def _text(entry: TextEntry, depth: int) -> TimelineItem:
+    who = f"{entry.agent} says" if entry.agent else "agent says"
+    return TimelineItem("text", entry.t, depth, who, fields=[("text", cap(entry.text))])
+
+
+def _tool_call(entry: ToolCallEntry, depth: int) -> TimelineItem:
+    fields = [("input", cap(entry.input))]
+    if entry.output is not None:
+        fields.append(("output", cap(entry.output)))
+    if entry.error is not None:
+        fields.append(("error", cap(entry.error)))
+    took = f" in {entry.duration_ms} ms" if entry.duration_ms is not None else ""
+    title = f"{entry.name} ({entry.tool_kind}){took}"
+    return TimelineItem("tool-call", entry.t, depth, title, entry.status, fields)
+
+
+def _usage(entry: UsageEntry, depth: int) -> TimelineItem:
+    cost = f", ${entry.cost_usd:.4f}" if entry.cost_usd is not None else ""
+    tokens = f"{entry.tokens:,}" if entry.tokens is not None else "?"
+    return TimelineItem("usage", entry.t, depth, f"usage: {tokens} tokens{cost}")
+
+
+def _error(entry: ErrorEntry, depth: int) -> TimelineItem:
+    status = f" (HTTP {entry.status})" if entry.status is not None else ""
+    fields = [("message", cap(entry.message))]
+    return TimelineItem("error", entry.t, depth, f"error{status}", "error", fields)
+
+
+def _result(entry: ResultEntry, depth: int) -> TimelineItem:
+    fields = [("text", cap(entry.text))] if entry.text else []
+    turns = f", {entry.turns} turns" if entry.turns is not None else ""
+    return TimelineItem("result", entry.t, depth, f"result: {entry.status}{turns}", fields=fields)
+
+
+def _truncated(entry: TruncatedEntry, depth: int) -> TimelineItem:
+    title = f"truncated ({entry.reason}): {entry.dropped:,} {entry.unit} left out"
+    return TimelineItem("truncated", entry.t, depth, title)
+
+
 def _item(entry: TranscriptEntry, depths: dict[str, int]) -> TimelineItem | None:
+    """The page's item for one entry (``None`` for the header)."""
     parent = getattr(entry, "parent", None)
     depth = depths.get(parent, 1) if isinstance(parent, str) else 0
-    if isinstance(entry, HeaderEntry):
-        return None
-    if isinstance(entry, SessionStartEntry):
-        fields = [("model", Capped(entry.model or "unknown"))]
-        for name, values in (
-            ("tools", entry.tools),
-            ("skills", entry.skills),
-            ("agents", entry.agents),
-        ):
-            if values:
-                fields.append((name, cap(", ".join(values))))
-        title = f"session start: {entry.host} {entry.version or ''}".strip()
-        return TimelineItem("session-start", entry.t, depth, title, fields=fields)
-    if isinstance(entry, TextEntry):
-        who = f"{entry.agent} says" if entry.agent else "agent says"
-        return TimelineItem("text", entry.t, depth, who, fields=[("text", cap(entry.text))])
-    if isinstance(entry, ToolCallEntry):
-        fields = [("input", cap(entry.input))]
-        if entry.output is not None:
-            fields.append(("output", cap(entry.output)))
-        if entry.error is not None:
-            fields.append(("error", cap(entry.error)))
-        took = f" in {entry.duration_ms} ms" if entry.duration_ms is not None else ""
-        title = f"{entry.name} ({entry.tool_kind}){took}"
-        return TimelineItem("tool-call", entry.t, depth, title, entry.status, fields)
-    if isinstance(entry, SkillEntry):
-        return TimelineItem("skill", entry.t, depth, f"skill {entry.name}")
-    if isinstance(entry, SubagentEntry):
-        return TimelineItem("subagent", entry.t, depth, f"subagent {entry.name}")
-    if isinstance(entry, UsageEntry):
-        cost = f", ${entry.cost_usd:.4f}" if entry.cost_usd is not None else ""
-        tokens = f"{entry.tokens:,}" if entry.tokens is not None else "?"
-        return TimelineItem("usage", entry.t, depth, f"usage: {tokens} tokens{cost}")
-    if isinstance(entry, ErrorEntry):
-        status = f" (HTTP {entry.status})" if entry.status is not None else ""
-        return TimelineItem(
-            "error", entry.t, depth, f"error{status}", "error", [("message", cap(entry.message))]
-        )
-    if isinstance(entry, ResultEntry):
-        fields = [("text", cap(entry.text))] if entry.text else []
-        turns = f", {entry.turns} turns" if entry.turns is not None else ""
-        return TimelineItem(
-            "result", entry.t, depth, f"result: {entry.status}{turns}", fields=fields
-        )
-    if isinstance(entry, TruncatedEntry):
-        title = f"truncated ({entry.reason}): {entry.dropped:,} {entry.unit} left out"
-        return TimelineItem("truncated", entry.t, depth, title)
-    assert isinstance(entry, RawEntry)
-    return TimelineItem("raw", entry.t, depth, "host event", fields=[("event", cap(entry.event))])
+    match entry:
+        case HeaderEntry():
+            return None
+        case SessionStartEntry():
+            return _session_start(entry, depth)
+        case TextEntry():
+            return _text(entry, depth)
+        case ToolCallEntry():
+            return _tool_call(entry, depth)
+        case SkillEntry():
+            return TimelineItem("skill", entry.t, depth, f"skill {entry.name}")
+        case SubagentEntry():
+            return TimelineItem("subagent", entry.t, depth, f"subagent {entry.name}")
+        case UsageEntry():
+            return _usage(entry, depth)
+        case ErrorEntry():
+            return _error(entry, depth)
+        case ResultEntry():
+            return _result(entry, depth)
+        case TruncatedEntry():
+            return _truncated(entry, depth)
+        case RawEntry():
+            return TimelineItem(
+                "raw", entry.t, depth, "host event", fields=[("event", cap(entry.event))]
+            )
+    return None
 
 
 def _size(item: TimelineItem) -> int:
