@@ -343,3 +343,37 @@ def test_the_checks_see_a_page_that_misbehaves(browser: Any, tmp_path: Path) -> 
         assert page.locator("img").count() == 1
     finally:
         context.close()
+
+
+def test_filtering_sorting_and_expanding(browser: Any, run_dir: Path) -> None:
+    """The script filters scenarios by name and by failing, sorts a column, expands all."""
+    file = run_dir / "report.html"
+    page, recorder, context = open_page(browser, file)
+    try:
+        rows = page.locator("#scenario-table tbody tr")
+        visible = "#scenario-table tbody tr:not(.hidden)"
+        assert page.locator(visible).count() == 3
+        page.locator("#filter").fill("goo")
+        assert [r.get_attribute("data-scenario") for r in page.locator(visible).all()] == ["good"]
+        assert page.locator("#s-good-trials").is_visible()
+        assert not page.locator("#s-inject-trials").is_visible()
+        page.locator("#filter").fill("")
+        page.locator("#only-failing").check()
+        names = {r.get_attribute("data-scenario") for r in page.locator(visible).all()}
+        assert names == {"inject", "broken"}
+        page.locator("#only-failing").uncheck()
+        header = page.locator("#scenario-table thead th").nth(1)
+        header.click()
+        ascending = [r.get_attribute("data-scenario") for r in rows.all()]
+        assert ascending[-1] == "good"  # 100% last
+        assert header.get_attribute("aria-sort") == "ascending"
+        header.click()
+        assert rows.first.get_attribute("data-scenario") == "good"
+        page.locator("#expand-all").click()
+        assert page.locator("details.trial:not([open])").count() == 0
+        page.locator("#collapse-all").click()
+        assert page.locator("details.trial[open]").count() == 0
+        assert recorder.console_errors() == []
+        assert recorder.errors == []
+    finally:
+        context.close()
