@@ -154,23 +154,25 @@ class SeriesPoint:
 
 def series_chart(points: Sequence[SeriesPoint], *, width: int = 360) -> Markup:
     """Pass rate per run, left to right, each with its interval as a whisker."""
-    height, pad, top = 90, 8, 6
+    height, pad, top, axis = 90, 8, 6, 34
     inner = height - top - 14
     count = max(len(points), 1)
-    step = (width - 2 * pad) / count
+    step = (width - axis - pad) / count
 
     def y(value: float) -> str:
         return _n(top + (1.0 - _clamp(value)) * inner)
 
-    parts = [
-        f'<line class="grid" x1="{pad}" y1="{y(1.0)}" x2="{width - pad}" y2="{y(1.0)}"/>',
-        f'<line class="grid" x1="{pad}" y1="{y(0.5)}" x2="{width - pad}" y2="{y(0.5)}"/>',
-        f'<line class="grid" x1="{pad}" y1="{y(0.0)}" x2="{width - pad}" y2="{y(0.0)}"/>',
-    ]
+    parts = []
+    for level in (1.0, 0.5, 0.0):
+        parts.append(
+            f'<line class="grid" x1="{axis}" y1="{y(level)}" x2="{width - pad}" y2="{y(level)}"/>'
+            f'<text class="tick" x="{axis - 4}" y="{_n(float(y(level)) + 3)}" '
+            f'text-anchor="end">{_pct(level)}</text>'
+        )
     previous: tuple[str, str] | None = None
     described = []
     for index, point in enumerate(points):
-        cx = _n(pad + step * (index + 0.5))
+        cx = _n(axis + step * (index + 0.5))
         if point.rate is None:
             parts.append(f'<text class="na" x="{cx}" y="{y(0.5)}" text-anchor="middle">-</text>')
             previous = None
