@@ -789,27 +789,33 @@ async def _execute_run(
             run.stopped = control.interrupted or failure is not None
     except DiagnosticError as exc:
         raise _with_journal_cause(exc, failure, lambda: run.run_dir) from None
-    report, report_path, run_dir = run.report, run.report_path, run.run_dir
-    assert report is not None
-    assert report_path is not None
-    html = await _publish_html(run, report, notices, on_event) if options.html else None
+    report, report_path = _published(run)
+    run_dir = run.run_dir
+    html = await _publish_html(run, notices, on_event) if options.html else None
     stopped = _stopped_error(failure, control.interrupted, report, report_path, run_dir)
     if stopped is not None:
         raise stopped
     return RunOutcome(report=report, path=report_path, warnings=tuple(notices), html=html)
 
 
+def _published(run: ActiveRun) -> tuple[RunReport, Path]:
+    """The report the lifecycle published on the way out, and where."""
+    assert run.report is not None
+    assert run.report_path is not None
+    return run.report, run.report_path
+
+
 HTML_FILE = "report.html"
 
 
 async def _publish_html(
-    run: ActiveRun,
-    report: RunReport,
-    notices: list[Diagnostic],
-    on_event: ProgressCallback | None,
+    run: ActiveRun, notices: list[Diagnostic], on_event: ProgressCallback | None
 ) -> Path | None:
     """Publish ``report.html`` into the run directory; a failure is a warning, not a lost run."""
     from .writers import RUN_REPORT_WRITERS, PublishedReport
+
+    report = run.report
+    assert report is not None
 
     def publish() -> Path:
         source = PublishedReport(report, run_dir=run.run_dir, links_from=run.run_dir)

@@ -413,3 +413,20 @@ async def test_a_run_stopped_part_way_still_writes_report_html(tmp_path: Path) -
     page = stopped.value.report_path.with_name("report.html")
     assert page.is_file()
     assert b"interrupted" in page.read_bytes()
+
+
+def test_html_outputs_never_replace_special_files(tmp_path: Path) -> None:
+    """-o and --html naming a FIFO are refused; the FIFO stays a FIFO."""
+    run_dir = write(tmp_path / "run", report({"a": counts(2, 1)}))
+    fifo = tmp_path / "page.fifo"
+    os.mkfifo(fifo)
+    refused = cli("html", str(run_dir), "-o", str(fifo), cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert "error [invalid-output-path]: --output" in refused.stderr
+    assert "is a FIFO; refusing to replace it" in refused.stderr
+    assert fifo.is_fifo()
+    other = write(tmp_path / "head", report({"a": counts(0, 3)}, run_id="h"))
+    compared = cli("compare", str(run_dir), str(other), "--html", str(fifo), cwd=tmp_path)
+    assert compared.returncode == 2, compared.stderr
+    assert "error [invalid-output-path]: --html" in compared.stderr
+    assert fifo.is_fifo()
