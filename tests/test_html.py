@@ -430,3 +430,26 @@ def test_html_outputs_never_replace_special_files(tmp_path: Path) -> None:
     assert compared.returncode == 2, compared.stderr
     assert "error [invalid-output-path]: --html" in compared.stderr
     assert fifo.is_fifo()
+
+
+def test_a_forged_report_html_is_moved_aside_and_the_real_page_published(tmp_path: Path) -> None:
+    """An agent that plants report.html in its run directory does not get it published."""
+    forger = actions(
+        {"project_write": ".atlante/eval/{run_dir}/report.html", "content": "FORGED-PAGE"},
+        {"write": "x.txt", "content": "x"},
+    )
+    project = make_project(
+        tmp_path / "project",
+        scenarios=[
+            scenario("forger", prompt=forger, checks=[{"type": "file-exists", "path": "x.txt"}])
+        ],
+        eval_extra={"budget": {"trials": 1}},
+    )
+    result = cli("run", str(project), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "warning [eval-run-dir-tampered]" in result.stderr
+    [run_dir] = report_dirs(project)
+    page = (run_dir / "report.html").read_text()
+    assert "FORGED-PAGE" not in page
+    assert '<meta name="generator" content="atlante-eval' in page
+    assert (run_dir / "tampered-1" / "report.html").read_text() == "FORGED-PAGE"
