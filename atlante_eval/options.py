@@ -84,6 +84,8 @@ class RunOptions(BaseModel):
     """Adaptive runs: error rate over all looks."""
     margin: Annotated[float, Field(gt=0, le=1)] = DEFAULT_MARGIN
     """Adaptive runs: largest change counted as unchanged."""
+    html: bool = True
+    """Write ``report.html`` beside ``report.json`` (``--no-html`` turns it off)."""
 
 
 def parse_shard(raw: str | Shard | None) -> Shard | None:

@@ -228,7 +228,9 @@ def scenario_line(name: str, result: ScenarioResult) -> str:
     )
 
 
-def render_summary(report: RunReport, report_path: Path, *, color: bool) -> str:
+def render_summary(
+    report: RunReport, report_path: Path, *, color: bool, html: Path | None = None
+) -> str:
     """The human summary printed on stdout after a run."""
 
     def paint(code: str, text: str) -> str:
@@ -264,9 +266,12 @@ def render_summary(report: RunReport, report_path: Path, *, color: bool) -> str:
         lines.append("")
         lines.append(f"sandboxes kept in {printable(meta.run_root)}")
     lines.append("")
-    try:
-        shown = os.path.relpath(report_path)
-    except ValueError:
-        shown = str(report_path)
-    lines.append(f"{paint(_GREEN, 'report')} {paint(_GREY, printable(shown))}")
+    for label, path in (("report", report_path), ("html", html)):
+        if path is None:
+            continue
+        try:
+            shown = os.path.relpath(path)
+        except ValueError:
+            shown = str(path)
+        lines.append(f"{paint(_GREEN, label)} {paint(_GREY, printable(shown))}")
     return "\n".join(lines)

@@ -95,6 +95,8 @@ class RunOutcome:
     report: RunReport
     path: Path
     warnings: tuple[Diagnostic, ...] = field(default=())
+    html: Path | None = None
+    """The run's ``report.html``, when it was written."""
 
 
 @dataclass
@@ -787,13 +789,51 @@ async def _execute_run(
             run.stopped = control.interrupted or failure is not None
     except DiagnosticError as exc:
         raise _with_journal_cause(exc, failure, lambda: run.run_dir) from None
-    report, report_path, run_dir = run.report, run.report_path, run.run_dir
-    assert report is not None
-    assert report_path is not None
+    report, report_path = _published(run)
+    run_dir = run.run_dir
+    html = await _publish_html(run, notices, on_event) if options.html else None
     stopped = _stopped_error(failure, control.interrupted, report, report_path, run_dir)
     if stopped is not None:
         raise stopped
-    return RunOutcome(report=report, path=report_path, warnings=tuple(notices))
+    return RunOutcome(report=report, path=report_path, warnings=tuple(notices), html=html)
+
+
+def _published(run: ActiveRun) -> tuple[RunReport, Path]:
+    """The report the lifecycle published on the way out, and where."""
+    assert run.report is not None
+    assert run.report_path is not None
+    return run.report, run.report_path
+
+
+HTML_FILE = "report.html"
+
+
+async def _publish_html(
+    run: ActiveRun, notices: list[Diagnostic], on_event: ProgressCallback | None
+) -> Path | None:
+    """Publish ``report.html`` into the run directory; a failure is a warning, not a lost run."""
+    from .writers import RUN_REPORT_WRITERS, PublishedReport
+
+    report = run.report
+    assert report is not None
+
+    def publish() -> Path:
+        source = PublishedReport(report, run_dir=run.run_dir, links_from=run.run_dir)
+        return run.publish(HTML_FILE, RUN_REPORT_WRITERS["html"].render(source))
+
+    try:
+        return await anyio.to_thread.run_sync(publish)
+    except DiagnosticError as exc:
+        for problem in exc.diagnostics:
+            note = warning(
+                problem.code,
+                f"report.html not written: {problem.message}",
+                source=problem.source,
+                next=problem.next,
+            )
+            notices.append(note)
+            await call_sink(on_event, DiagnosticNotice(note))
+        return None
 
 
 async def run_eval(
@@ -817,6 +857,7 @@ async def run_eval(
     max_cost: float | None = None,
     margin: float | None = None,
     alpha: float | None = None,
+    html: bool = True,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
@@ -845,6 +886,7 @@ async def run_eval(
         max_cost: adaptive runs: add no wave once the host-reported cost reaches it (USD).
         margin: adaptive runs: largest change counted as unchanged (default 0.1).
         alpha: adaptive runs: error rate over all looks (default 0.05).
+        html: also write ``report.html`` (a self-contained page) beside ``report.json``.
         on_event: called (sync or async) with each progress event.
 
     Raises:
@@ -870,6 +912,7 @@ async def run_eval(
         max_cost=max_cost,
         margin=margin,
         alpha=alpha,
+        html=html,
     )
     outcome = await execute_run(path, options, host=host, on_event=on_event)
     return outcome.report

@@ -14,8 +14,6 @@ escape it.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from .publish import report_base
 from .report import REPORT_FILE, CheckResult, OutputModel, RunReport, ScenarioResult, TrialResult
 from .reports_io import load_report, report_path
 from .scenarios import SCENARIO_NAME_PATTERN
+from .transcript import TRANSCRIPT_FILE, read_transcript_lines
 
 __all__ = [
     "TRANSCRIPT_FILE",
@@ -45,8 +44,6 @@ __all__ = [
     "trial_view",
 ]
 
-#: A trial's transcript file, in ``<run dir>/trials/<scenario>/<i>/``.
-TRANSCRIPT_FILE = "transcript.jsonl"
 #: Entry kinds of the transcript contract; any other kind is shown as ``raw``.
 KNOWN_KINDS = frozenset(
     {
@@ -437,43 +434,26 @@ def _entry(value: object) -> TimelineEntry:
 def read_transcript(path: Path) -> list[TimelineEntry]:
     """Read a ``transcript.jsonl`` into entries, tolerating anything a file may hold.
 
-    Lines that are not JSON, or entries of unknown kinds, become ``raw`` entries;
-    reading stops after :data:`MAX_TRANSCRIPT_BYTES` or
-    :data:`MAX_TRANSCRIPT_ENTRIES`, with a ``truncated`` entry saying so. The
-    file is opened without following a symbolic link.
+    The file is read by :func:`atlante_eval.transcript.read_transcript_lines`
+    (never through a symbolic link). Lines that are not JSON, or entries of
+    unknown kinds, become ``raw`` entries; reading stops after
+    :data:`MAX_TRANSCRIPT_BYTES` or :data:`MAX_TRANSCRIPT_ENTRIES`, with a
+    ``truncated`` entry saying so.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_TRANSCRIPT_BYTES + 1)
-    entries: list[TimelineEntry] = []
-    cut_bytes = len(data) > MAX_TRANSCRIPT_BYTES
-    lines = data[:MAX_TRANSCRIPT_BYTES].splitlines()
-    if cut_bytes and lines:
-        lines.pop()  # the last line was cut mid-way
-    for number, raw in enumerate(lines):
-        if len(entries) >= MAX_TRANSCRIPT_ENTRIES:
-            entries.append(_truncated("entry limit", len(lines) - number, "entries"))
-            return entries
-        if not raw.strip():
-            continue
-        text = raw.decode("utf-8", errors="replace")
-        try:
-            value: object = json.loads(text)
-        except ValueError:
-            value = {"line": text}
-        entries.append(_entry(value))
-    if cut_bytes:
-        entries.append(_truncated("byte limit", len(data) - MAX_TRANSCRIPT_BYTES, "bytes"))
-    return entries
-
-
-def _truncated(reason: str, dropped: int, unit: str) -> TimelineEntry:
-    return TimelineEntry(
-        kind="truncated",
-        t=None,
-        data={"reason": f"show: {reason}", "dropped": dropped, "unit": unit},
+    read = read_transcript_lines(
+        path, max_bytes=MAX_TRANSCRIPT_BYTES, max_entries=MAX_TRANSCRIPT_ENTRIES
     )
+    entries = [_entry(line.value if line.is_json else {"line": line.value}) for line in read.lines]
+    if read.truncated is not None:
+        cut = read.truncated
+        entries.append(
+            TimelineEntry(
+                kind="truncated",
+                t=None,
+                data={"reason": f"show: {cut.reason}", "dropped": cut.dropped, "unit": cut.unit},
+            )
+        )
+    return entries
 
 
 def trial_view(report: RunReport, path: Path, name: str, index: int) -> TrialView:

@@ -14,9 +14,10 @@ newer engine, which may carry extra fields, still loads.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
@@ -37,11 +38,16 @@ __all__ = [
     "ToolStatus",
     "TranscriptEntry",
     "TranscriptError",
+    "TranscriptLine",
+    "TranscriptLines",
     "TruncatedEntry",
     "UsageEntry",
+    "decode_transcript",
     "load_transcript",
     "parse_entry",
     "parse_transcript",
+    "read_transcript",
+    "read_transcript_lines",
 ]
 
 #: Name of the transcript file inside a trial's directory.
@@ -252,11 +258,93 @@ def parse_entry(value: object) -> TranscriptEntry:
         return RawEntry(t=t if isinstance(t, int) and not isinstance(t, bool) else 0, event=value)
 
 
-def _lines(path: Path) -> Iterator[str]:
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if line.strip():
-                yield line
+class TranscriptLine(NamedTuple):
+    """One non-blank line of a transcript file, decoded as far as it goes."""
+
+    value: object
+    """The decoded JSON value, or the line's text when it is not JSON."""
+    is_json: bool
+    """Whether the line was JSON."""
+
+
+class TranscriptLines(NamedTuple):
+    """What :func:`read_transcript_lines` read, and what its caps left out."""
+
+    lines: list[TranscriptLine]
+    """The lines read, in file order."""
+    truncated: TruncatedEntry | None
+    """Set when a cap stopped reading: which (``entry limit``/``byte limit``) and how much."""
+
+
+def _decode_line(text: str) -> TranscriptLine:
+    try:
+        return TranscriptLine(json.loads(text), True)
+    except (ValueError, RecursionError):
+        return TranscriptLine(text.rstrip("\r\n"), False)
+
+
+def decode_transcript(
+    data: bytes, *, max_bytes: int | None = None, max_entries: int | None = None
+) -> TranscriptLines:
+    """Split a transcript's bytes into decoded lines, tolerating anything they may hold.
+
+    Bad UTF-8 is replaced, blank lines are skipped, and a line that is not JSON is
+    kept as its text. Only the first ``max_bytes`` are used (a line cut there is
+    dropped) and at most ``max_entries`` lines; ``truncated`` says what a cap left out.
+    """
+    cut_bytes = max_bytes is not None and len(data) > max_bytes
+    raw_lines = (data[:max_bytes] if max_bytes is not None else data).splitlines()
+    if cut_bytes and raw_lines:
+        raw_lines.pop()  # the last line was cut mid-way
+    lines: list[TranscriptLine] = []
+    for number, raw in enumerate(raw_lines):
+        if max_entries is not None and len(lines) >= max_entries:
+            dropped = len(raw_lines) - number
+            cut = TruncatedEntry(reason="entry limit", dropped=dropped, unit="entries")
+            return TranscriptLines(lines, cut)
+        if raw.strip():
+            lines.append(_decode_line(raw.decode("utf-8", errors="replace")))
+    if cut_bytes:
+        assert max_bytes is not None
+        cut = TruncatedEntry(reason="byte limit", dropped=len(data) - max_bytes, unit="bytes")
+        return TranscriptLines(lines, cut)
+    return TranscriptLines(lines, None)
+
+
+def read_transcript_lines(
+    path: Path | str, *, max_bytes: int | None = None, max_entries: int | None = None
+) -> TranscriptLines:
+    """Read a transcript file into decoded lines (:func:`decode_transcript`), within caps.
+
+    The one reader of transcript files (``load_transcript``, ``show``, the HTML
+    report; :func:`parse_transcript` decodes lines the same way): the file is
+    opened without following a symbolic link.
+
+    Raises:
+        OSError: the file cannot be opened or read (also when it is a symlink).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    with os.fdopen(os.open(path, flags), "rb") as handle:
+        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    return decode_transcript(data, max_bytes=max_bytes, max_entries=max_entries)
+
+
+def read_transcript(
+    path: Path | str, *, max_bytes: int | None = None, max_entries: int | None = None
+) -> list[TranscriptEntry]:
+    """Read a transcript into typed entries tolerantly (no header needed), within caps.
+
+    Lines that are not known entries become :class:`RawEntry`; when a cap stopped
+    reading, the last entry is a :class:`TruncatedEntry` saying what was left out.
+
+    Raises:
+        OSError: the file cannot be read (also when it is a symlink).
+    """
+    read = read_transcript_lines(path, max_bytes=max_bytes, max_entries=max_entries)
+    entries = [parse_entry(line.value) for line in read.lines]
+    if read.truncated is not None:
+        entries.append(read.truncated)
+    return entries
 
 
 def load_transcript(path: Path | str) -> list[TranscriptEntry]:
@@ -267,10 +355,10 @@ def load_transcript(path: Path | str) -> list[TranscriptEntry]:
 
     Raises:
         TranscriptError: the file does not start with a transcript header.
-        OSError: the file cannot be read.
+        OSError: the file cannot be read (also when it is a symlink).
     """
     source = Path(path)
-    return parse_transcript(_lines(source), source=str(source))
+    return _with_header(read_transcript(source), str(source))
 
 
 def parse_transcript(lines: Iterable[str], *, source: str) -> list[TranscriptEntry]:
@@ -283,18 +371,13 @@ def parse_transcript(lines: Iterable[str], *, source: str) -> list[TranscriptEnt
     Raises:
         TranscriptError: the first line is no transcript header, or there is none.
     """
-    entries: list[TranscriptEntry] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            value: object = json.loads(line)
-        except (ValueError, RecursionError):
-            value = line.rstrip("\n")
-        entry = parse_entry(value)
-        if not entries and not isinstance(entry, HeaderEntry):
-            raise TranscriptError(f"{source} is not a transcript: its first line is no header")
-        entries.append(entry)
+    decoded = (_decode_line(line) for line in lines if line.strip())
+    return _with_header([parse_entry(line.value) for line in decoded], source)
+
+
+def _with_header(entries: list[TranscriptEntry], source: str) -> list[TranscriptEntry]:
     if not entries:
         raise TranscriptError(f"{source} is not a transcript: it is empty")
+    if not isinstance(entries[0], HeaderEntry):
+        raise TranscriptError(f"{source} is not a transcript: its first line is no header")
     return entries

@@ -25,16 +25,28 @@ __all__ = [
     "COMPARE_WRITERS",
     "RUN_REPORT_WRITERS",
     "CompareFormat",
+    "PublishedReport",
     "ReportWriter",
     "RunReportFormat",
 ]
 
 #: File formats of a run report (``run --junit``, ``junit``).
-RunReportFormat = Literal["junit"]
-#: File formats of a comparison (``compare --markdown``).
-CompareFormat = Literal["markdown"]
+RunReportFormat = Literal["junit", "html"]
+#: File formats of a comparison (``compare --markdown``, ``compare --html``).
+CompareFormat = Literal["markdown", "html"]
 
 _S = TypeVar("_S")
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedReport:
+    """A run report and where its files are: the subject of a run-report writer."""
+
+    report: RunReport
+    run_dir: Path | None = None
+    """The run directory holding its ``trials/`` files (transcripts), if known."""
+    links_from: Path | None = None
+    """The directory the output is written in, for relative links to the run's files."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +81,22 @@ class ReportWriter(Generic[_S]):
             ) from None
 
 
-def _junit(report: RunReport) -> bytes:
+def _junit(source: PublishedReport) -> bytes:
     from .junit import junit_xml
 
-    return junit_xml(report)
+    return junit_xml(source.report)
+
+
+def _html(source: PublishedReport) -> bytes:
+    from .html import render_run_html
+
+    return render_run_html(source.report, run_dir=source.run_dir, links_from=source.links_from)
+
+
+def _compare_html(result: CompareResult) -> bytes:
+    from .html import render_compare_html
+
+    return render_compare_html(result)
 
 
 def _markdown(result: CompareResult) -> bytes:
@@ -82,10 +106,12 @@ def _markdown(result: CompareResult) -> bytes:
 
 
 #: Writers of a run report, by format.
-RUN_REPORT_WRITERS: dict[RunReportFormat, ReportWriter[RunReport]] = {
+RUN_REPORT_WRITERS: dict[RunReportFormat, ReportWriter[PublishedReport]] = {
     "junit": ReportWriter("JUnit file", _junit),
+    "html": ReportWriter("HTML report", _html),
 }
 #: Writers of a comparison, by format.
 COMPARE_WRITERS: dict[CompareFormat, ReportWriter[CompareResult]] = {
     "markdown": ReportWriter("Markdown summary", _markdown),
+    "html": ReportWriter("HTML comparison", _compare_html),
 }

@@ -5,6 +5,7 @@ Usage, from the repository root::
     python -m bench            # every benchmark
     python -m bench validate   # only bench_validate.py
     python -m bench sequential # adaptive runs' error rates and trials (docs/statistics.md)
+    python -m bench html       # a 500-trial report.html: size, render and Chromium times
 """
 
 from __future__ import annotations

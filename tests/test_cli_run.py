@@ -184,6 +184,7 @@ def test_summary_lists_scenarios_host_model_and_report_path(
         "tokens 120 · cost $0.0100",
         "",
         f"report project/.atlante/eval/{run_dir.name}/report.json",
+        f"html project/.atlante/eval/{run_dir.name}/report.html",
     ]
     assert "trial 0" not in result.stdout
 

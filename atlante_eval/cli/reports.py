@@ -78,6 +78,15 @@ def compare(
         Adjust,
         typer.Option("--adjust", help="Multiple-comparison adjustment across scenarios."),
     ] = "holm",
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Also write the comparison as a self-contained HTML page to FILE.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Compare two runs: did HEAD's harness pass more or less often than BASE's?
 
@@ -97,7 +106,7 @@ def compare(
         from ..reports_io import display_path, load_report, report_path
         from ..writers import COMPARE_WRITERS
 
-        check_output_paths({"--markdown": markdown})
+        check_output_paths({"--markdown": markdown, "--html": html})
         alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
         margin_value = _fraction("--margin", margin, DEFAULT_MARGIN, allow_one=True)
         if as_json and markdown == Path("-"):
@@ -117,6 +126,8 @@ def compare(
         print_diagnostics(result.diagnostics())
         if markdown is not None and markdown != Path("-"):
             COMPARE_WRITERS["markdown"].write(result, markdown, option="--markdown")
+        if html is not None:
+            COMPARE_WRITERS["html"].write(result, html, option="--html")
         if as_json:
             sys.stdout.write(result.to_json())
         elif markdown == Path("-"):
@@ -154,10 +165,10 @@ def junit(
     def action() -> int:
         from ..outputs import check_output_paths
         from ..reports_io import load_report
-        from ..writers import RUN_REPORT_WRITERS
+        from ..writers import RUN_REPORT_WRITERS, PublishedReport
 
         check_output_paths({"--output": output})
-        loaded = load_report(report)
+        loaded = PublishedReport(load_report(report))
         writer = RUN_REPORT_WRITERS["junit"]
         if output is None or output == Path("-"):
             sys.stdout.buffer.write(writer.render(loaded))

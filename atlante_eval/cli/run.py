@@ -178,6 +178,10 @@ def run(
         LogFormat,
         typer.Option("--log-format", help="Structured run logs on stderr: none, console or json."),
     ] = "none",
+    no_html: Annotated[
+        bool,
+        typer.Option("--no-html", help="Do not write report.html beside report.json."),
+    ] = False,
 ) -> None:
     """Run every selected scenario's trials on the configured host and publish the report.
 
@@ -215,6 +219,7 @@ def run(
             max_cost=fraction("--max-cost", max_cost, high=None),
             margin=fraction("--margin", margin, high=1.0),
             alpha=fraction("--alpha", alpha, high=1.0, closed=False),
+            html=not no_html,
         )
         check_output_paths({"--junit": junit}, {"--out": out})
         return anyio.run(_run_async, path, options, as_json, junit)
@@ -264,10 +269,10 @@ def _write_junit(report: RunReport, path: Path | None) -> int:
     if path is None:
         return 0
     from ..diagnostics import DiagnosticError
-    from ..writers import RUN_REPORT_WRITERS
+    from ..writers import RUN_REPORT_WRITERS, PublishedReport
 
     try:
-        RUN_REPORT_WRITERS["junit"].write(report, path, option="--junit")
+        RUN_REPORT_WRITERS["junit"].write(PublishedReport(report), path, option="--junit")
     except DiagnosticError as exc:
         print_diagnostics(exc.diagnostics)
         return exc.exit_code
@@ -287,8 +292,14 @@ def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool
         sys.stdout.write(report.to_json())
         sys.stdout.flush()
         return
+    page = report_path.with_name("report.html") if report_path is not None else None
     typer.echo(
-        render_summary(report, report_path or Path("report.json"), color=use_color(sys.stdout))
+        render_summary(
+            report,
+            report_path or Path("report.json"),
+            color=use_color(sys.stdout),
+            html=page if page is not None and page.is_file() else None,
+        )
     )
     for line in _breach_lines(report):
         typer.echo(printable(line))
