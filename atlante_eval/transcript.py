@@ -254,9 +254,7 @@ def parse_entry(value: object) -> TranscriptEntry:
 
 def _lines(path: Path) -> Iterator[str]:
     with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if line.strip():
-                yield line
+        yield from handle
 
 
 def load_transcript(path: Path | str) -> list[TranscriptEntry]:
