@@ -317,24 +317,18 @@ class _Failures:
         return RemovalFailure(self.first.path, self.first.reason, self.count)
 
 
-def _unlink(fd: int, name: str) -> None:
+def _remove(remove: Callable[..., None], fd: int, name: str) -> None:
+    """Call ``remove(name, dir_fd=fd)`` (``os.unlink`` or ``os.rmdir``); a name gone is fine.
+
+    Refused, it grants the directory at ``fd`` owner access and tries once more.
+    """
     try:
-        os.unlink(name, dir_fd=fd)
+        remove(name, dir_fd=fd)
     except FileNotFoundError:
         pass
     except PermissionError:
         _ensure(fd, _ALL)
-        os.unlink(name, dir_fd=fd)
-
-
-def _rmdir(fd: int, name: str) -> None:
-    try:
-        os.rmdir(name, dir_fd=fd)
-    except FileNotFoundError:
-        pass
-    except PermissionError:
-        _ensure(fd, _ALL)
-        os.rmdir(name, dir_fd=fd)
+        remove(name, dir_fd=fd)
 
 
 def remove_tree(path: Path) -> RemovalFailure | None:
@@ -382,7 +376,7 @@ def _empty(path: Path, failures: _Failures) -> None:
 
     def left(done: _Frame, parent_fd: int) -> None:
         try:
-            _rmdir(parent_fd, done.name)
+            _remove(os.rmdir, parent_fd, done.name)
         except OSError as exc:
             failures.add(done.rel.rstrip("/"), exc)
 
@@ -394,7 +388,7 @@ def _empty(path: Path, failures: _Failures) -> None:
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if not is_dir:
-                    _unlink(fd, entry.name)
+                    _remove(os.unlink, fd, entry.name)
                     continue
                 child = _open_dir(fd, entry.name, _ALL)
             except FileNotFoundError:
