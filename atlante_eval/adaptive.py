@@ -143,10 +143,10 @@ class AdaptiveDriver:
         for scenario in scenarios:
             old = baseline.get(scenario.name)
             stats = statistics_of(old) if old is not None else None
-            graded = stats is not None and stats.graded > 0
+            base = (stats.passed, stats.graded) if stats is not None and stats.graded > 0 else None
             self.tracks[scenario.name] = _Track(
-                base=(stats.passed, stats.graded) if stats is not None and graded else None,
-                decision="inconclusive" if graded else "new",
+                base=base,
+                decision="inconclusive" if base is not None else "new",
                 changed=bool(
                     old is not None
                     and old.definition

@@ -144,8 +144,10 @@ def _call(call: ToolCallEntry) -> dict[str, Any]:
     return described
 
 
-def _uncertain(dropped: int) -> _Outcome:
+def _uncertain(dropped: int, evidence: dict[str, Any]) -> _Outcome:
+    """Judge ``error``: ``dropped`` entries were cut, so what they held cannot be known."""
     return "error", {
+        **evidence,
         "cause": f"the transcript was cut at its entry cap ({dropped} entries left out), "
         "so the count cannot be known",
         "droppedEntries": dropped,
@@ -164,8 +166,7 @@ def _bounded(
     if count >= minimum and (maximum is None or not dropped):
         return "pass", evidence
     if dropped:
-        verdict, cause = _uncertain(dropped)
-        return verdict, {**evidence, **cause}
+        return _uncertain(dropped, evidence)
     return "fail", evidence
 
 
@@ -314,8 +315,7 @@ def tool_not_used(check: ToolNotUsedCheck, entries: Sequence[TranscriptEntry]) -
         return "fail", {**evidence, "cause": f"inputMatches: {timeout_message()}"}
     dropped = _dropped(entries)
     if dropped:
-        verdict, cause = _uncertain(dropped)
-        return verdict, {**evidence, **cause}
+        return _uncertain(dropped, evidence)
     return "pass", evidence
 
 
@@ -380,8 +380,7 @@ def transcript_contains(
         return "fail", {**evidence, "cause": timeout_message()}
     dropped = _dropped(entries)
     if dropped:
-        verdict, cause = _uncertain(dropped)
-        return verdict, {**evidence, **cause}
+        return _uncertain(dropped, evidence)
     return "fail", evidence
 
 

@@ -19,7 +19,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -134,12 +134,70 @@ class _Stack:
                 frame.fd = None
         return frame
 
+    def enter(self, name: str, fd: int) -> None:
+        """List the directory ``name`` open at ``fd`` and push it; on failure ``fd`` is closed.
+
+        Raises:
+            OSError: it cannot be listed.
+        """
+        try:
+            listing = _list(fd)
+        except OSError:
+            os.close(fd)
+            raise
+        self.push(name, fd).entries = iter(listing)
+
+    def visit(
+        self, left: Callable[[_Frame, int], None] | None = None
+    ) -> Iterator[tuple[_Frame, os.DirEntry[str]]]:
+        """Yield each entry with its directory, depth first, until the root has none left.
+
+        A directory the caller pushes with :meth:`enter` between two entries is visited
+        next. A directory with no entries left is popped, then passed to ``left``
+        with its parent's descriptor.
+        """
+        while True:
+            top = self.top
+            entry = next(top.entries, None)
+            if entry is not None:
+                yield top, entry
+                continue
+            if len(self.frames) == 1:
+                return
+            done = self.pop()
+            if left is not None:
+                parent_fd = self.top.fd
+                assert parent_fd is not None
+                left(done, parent_fd)
+
     def close(self) -> None:
         for frame in self.frames:
             if frame.fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(frame.fd)
                 frame.fd = None
+
+    def __enter__(self) -> _Stack:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @classmethod
+    def open(cls, root: Path, bits: int) -> _Stack:
+        """Open and list the directory ``root``, granting ``bits`` first if needed.
+
+        Raises:
+            OSError: it cannot be opened or listed.
+        """
+        root_fd = _open_dir(None, root, bits)
+        try:
+            stack = cls(root_fd)
+            stack.top.entries = iter(_list(root_fd))
+        except BaseException:
+            os.close(root_fd)
+            raise
+        return stack
 
 
 def _grant(dir_fd: int | None, name: str | Path, bits: int) -> None:
@@ -211,22 +269,8 @@ def walk_tree(
     Raises:
         OSError: ``root`` itself cannot be opened, or the tree changed under the walk.
     """
-    root_fd = _open_dir(None, root, _READ)
-    try:
-        stack = _Stack(root_fd)
-        stack.top.entries = iter(_list(root_fd))
-    except BaseException:
-        os.close(root_fd)
-        raise
-    try:
-        while True:
-            top = stack.top
-            entry = next(top.entries, None)
-            if entry is None:
-                if len(stack.frames) == 1:
-                    return
-                stack.pop()
-                continue
+    with _Stack.open(root, _READ) as stack:
+        for top, entry in stack.visit():
             if top.rel == "" and entry.name in skip_top:
                 continue
             fd = top.fd
@@ -250,14 +294,9 @@ def walk_tree(
                 yield Unreadable(rel, exc.strerror or str(exc))
                 continue
             try:
-                listing = _list(child)
+                stack.enter(entry.name, child)
             except OSError as exc:
-                os.close(child)
                 yield Unreadable(rel, exc.strerror or str(exc))
-                continue
-            stack.push(entry.name, child).entries = iter(listing)
-    finally:
-        stack.close()
 
 
 class _Failures:
@@ -278,24 +317,18 @@ class _Failures:
         return RemovalFailure(self.first.path, self.first.reason, self.count)
 
 
-def _unlink(fd: int, name: str) -> None:
+def _remove(remove: Callable[..., None], fd: int, name: str) -> None:
+    """Call ``remove(name, dir_fd=fd)`` (``os.unlink`` or ``os.rmdir``); a name gone is fine.
+
+    Refused, it grants the directory at ``fd`` owner access and tries once more.
+    """
     try:
-        os.unlink(name, dir_fd=fd)
+        remove(name, dir_fd=fd)
     except FileNotFoundError:
         pass
     except PermissionError:
         _ensure(fd, _ALL)
-        os.unlink(name, dir_fd=fd)
-
-
-def _rmdir(fd: int, name: str) -> None:
-    try:
-        os.rmdir(name, dir_fd=fd)
-    except FileNotFoundError:
-        pass
-    except PermissionError:
-        _ensure(fd, _ALL)
-        os.rmdir(name, dir_fd=fd)
+        remove(name, dir_fd=fd)
 
 
 def remove_tree(path: Path) -> RemovalFailure | None:
@@ -340,35 +373,22 @@ def remove_tree(path: Path) -> RemovalFailure | None:
 
 def _empty(path: Path, failures: _Failures) -> None:
     """Remove everything inside the directory ``path``."""
-    root_fd = _open_dir(None, path, _ALL)
-    try:
-        stack = _Stack(root_fd)
-        stack.top.entries = iter(_list(root_fd))
-    except BaseException:
-        os.close(root_fd)
-        raise
-    try:
-        while True:
-            top = stack.top
-            entry = next(top.entries, None)
-            if entry is None:
-                if len(stack.frames) == 1:
-                    return
-                done = stack.pop()
-                parent_fd = stack.top.fd
-                assert parent_fd is not None
-                try:
-                    _rmdir(parent_fd, done.name)
-                except OSError as exc:
-                    failures.add(done.rel.rstrip("/"), exc)
-                continue
+
+    def left(done: _Frame, parent_fd: int) -> None:
+        try:
+            _remove(os.rmdir, parent_fd, done.name)
+        except OSError as exc:
+            failures.add(done.rel.rstrip("/"), exc)
+
+    with _Stack.open(path, _ALL) as stack:
+        for top, entry in stack.visit(left):
             fd = top.fd
             assert fd is not None
             rel = top.rel + entry.name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if not is_dir:
-                    _unlink(fd, entry.name)
+                    _remove(os.unlink, fd, entry.name)
                     continue
                 child = _open_dir(fd, entry.name, _ALL)
             except FileNotFoundError:
@@ -377,11 +397,6 @@ def _empty(path: Path, failures: _Failures) -> None:
                 failures.add(rel, exc)
                 continue
             try:
-                listing = _list(child)
+                stack.enter(entry.name, child)
             except OSError as exc:
-                os.close(child)
                 failures.add(rel, exc)
-                continue
-            stack.push(entry.name, child).entries = iter(listing)
-    finally:
-        stack.close()

@@ -13,8 +13,10 @@ newer engine, which may carry extra fields, still loads.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
@@ -321,10 +323,13 @@ def read_transcript_lines(
     opened without following a symbolic link.
 
     Raises:
-        OSError: the file cannot be opened or read (also when it is a symlink).
+        OSError: the file cannot be opened or read, or is not a regular file (a
+            symlink, a FIFO or a device is never read).
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     with os.fdopen(os.open(path, flags), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "a transcript must be a regular file", str(path))
         data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
     return decode_transcript(data, max_bytes=max_bytes, max_entries=max_entries)
 

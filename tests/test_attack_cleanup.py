@@ -11,6 +11,7 @@ verdicts, and the run root removed or, where it truly cannot be, reported.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,19 @@ def _report(project: Path) -> RunReport:
     return RunReport.model_validate_json((run_dir / "report.json").read_bytes())
 
 
+def _run_as_nobody(
+    base: Path, docs: list[dict[str, Any]]
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """Make a project of ``docs`` (one trial each), give it to ``nobody`` and run it there."""
+    project = make_project(
+        base / "project",
+        scenarios=docs,
+        eval_extra={"budget": {"trials": 1, "maxSessions": 50}},
+    )
+    give_to_nobody(project)
+    return project, run_cli_as_nobody(["run", str(project), "--jobs", "2"], base)
+
+
 def _verdicts(report: RunReport) -> dict[str, str]:
     return {name: result.trials[0].verdict for name, result in report.scenarios.items()}
 
@@ -75,13 +89,7 @@ def test_locked_and_deep_trees_are_graded_and_removed_as_nobody() -> None:
                 checks=[X_EXISTS],
             ),
         ]
-        project = make_project(
-            base / "project",
-            scenarios=docs,
-            eval_extra={"budget": {"trials": 1, "maxSessions": 50}},
-        )
-        give_to_nobody(project)
-        done = run_cli_as_nobody(["run", str(project), "--jobs", "2"], base)
+        project, done = _run_as_nobody(base, docs)
         assert done.returncode == 1, done.stderr
         assert "Traceback" not in done.stderr
         report = _report(project)
@@ -117,13 +125,7 @@ def test_a_sandbox_that_cannot_be_removed_is_reported_and_the_run_goes_on() -> N
             scenario("planted", prompt=actions(plant, X), checks=[X_EXISTS]),
             scenario("plain", prompt=actions(X), checks=[X_EXISTS]),
         ]
-        project = make_project(
-            base / "project",
-            scenarios=docs,
-            eval_extra={"budget": {"trials": 1, "maxSessions": 50}},
-        )
-        give_to_nobody(project)
-        done = run_cli_as_nobody(["run", str(project), "--jobs", "2"], base)
+        project, done = _run_as_nobody(base, docs)
         assert done.returncode == 0, done.stderr
         assert "Traceback" not in done.stderr
         report = _report(project)

@@ -106,21 +106,30 @@ def clocks_while_running(text: str) -> set[str]:
     return {m.group(4) for m in STATUS.finditer(text) if m.group(3) == "1"}
 
 
-@pytest.mark.timeout(180)
-def test_status_clock_ticks_during_a_quiet_session(tmp_path: Path) -> None:
-    """The clock advances while the host is silent, and totals are right from the start."""
+def run_quiet(
+    tmp_path: Path, *options: str, enough: Callable[[str], bool] = lambda _: False
+) -> tuple[str, bool, int]:
+    """Run ``run --jobs 1 OPTIONS`` on :func:`quiet_project`, stderr on a pty (see run_on_pty)."""
     root = quiet_project(tmp_path / "project")
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     try:
-        text, ticked, code = run_on_pty(
-            [sys.executable, str(ENTRY), "run", str(root), "--jobs", "1"],
+        return run_on_pty(
+            [sys.executable, str(ENTRY), "run", str(root), "--jobs", "1", *options],
             env=tty_env(tmpdir),
             cwd=tmp_path,
-            enough=lambda so_far: len(clocks_while_running(so_far)) >= 2,
+            enough=enough,
         )
     finally:
         kill_marked(tmpdir)
+
+
+@pytest.mark.timeout(180)
+def test_status_clock_ticks_during_a_quiet_session(tmp_path: Path) -> None:
+    """The clock advances while the host is silent, and totals are right from the start."""
+    text, ticked, code = run_quiet(
+        tmp_path, enough=lambda so_far: len(clocks_while_running(so_far)) >= 2
+    )
     assert code == 0, text
     assert ticked, f"the clock did not advance during the session:\n{text!r}"
     totals = {m.group(2) for m in STATUS.finditer(text)}
@@ -140,26 +149,7 @@ def _visible_lines(text: str) -> list[str]:
 @pytest.mark.timeout(180)
 def test_console_logs_print_above_the_status_line(tmp_path: Path) -> None:
     """--log-format console lines never share a terminal line with the status line."""
-    root = quiet_project(tmp_path / "project")
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    try:
-        text, _, code = run_on_pty(
-            [
-                sys.executable,
-                str(ENTRY),
-                "run",
-                str(root),
-                "--jobs",
-                "1",
-                "--log-format",
-                "console",
-            ],
-            env=tty_env(tmpdir),
-            cwd=tmp_path,
-        )
-    finally:
-        kill_marked(tmpdir)
+    text, _, code = run_quiet(tmp_path, "--log-format", "console")
     assert code == 0, text
     lines = _visible_lines(text)
     logs = [line for line in lines if "run.start" in line or "run.end" in line]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,19 @@ def test_entries_serialize_with_camel_case_keys() -> None:
     assert data["kind"] == "tool-call"
     header = json.loads(HeaderEntry(host="x", scenario="s", trial=0).model_dump_json(by_alias=True))
     assert header["schema"] == 1
+
+
+def test_load_transcript_never_reads_a_fifo_or_follows_a_symlink(tmp_path: Path) -> None:
+    """A FIFO (reading would block) or a symlink in a transcript's place is refused at once."""
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="regular file"):
+        load_transcript(fifo)
+    real = tmp_path / "real.jsonl"
+    header = {"kind": "header", "schema": 1, "host": "opencode", "scenario": "s", "trial": 0}
+    real.write_text(json.dumps(header) + "\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    with pytest.raises(OSError, match="symbolic links"):
+        load_transcript(link)
+    assert len(load_transcript(real)) == 1
