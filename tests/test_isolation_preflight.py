@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from factory import make_project
+from factory import make_project, scenario
 from isolationkit import require_bwrap
 from standin import StandinHost
 from typer.testing import CliRunner, Result
@@ -205,3 +205,32 @@ def test_the_confinement_works_for_an_unprivileged_user() -> None:
         assert "No such file or directory" in result.stdout  # no /root inside
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_selftest_under_os_isolation(tmp_path: Path) -> None:
+    """selftest --isolation os runs setup and command checks confined, and records it."""
+    require_bwrap()
+    secret = tmp_path / "outside.txt"
+    secret.write_text("outside\n", encoding="utf-8")
+    reads = ["/bin/sh", "-c", f"cat {secret} > seen.txt 2>&1; test -s README.md"]
+    project = make_project(
+        tmp_path / "project",
+        scenarios=[
+            scenario(
+                "confined",
+                setup=reads,
+                checks=[
+                    {
+                        "type": "command",
+                        "run": ["/bin/sh", "-c", "grep -q 'No such file' seen.txt"],
+                    },
+                    {"type": "file-exists", "path": "never.txt"},
+                ],
+            )
+        ],
+    )
+    outcome = anyio.run(lambda: run_selftest(project, isolation="os"))
+    assert outcome.report.meta.isolation == "os"
+    [null] = outcome.report.scenarios["confined"].trials
+    assert null.checks is not None
+    assert [c.verdict for c in null.checks] == ["pass", "fail"], null.checks
