@@ -31,6 +31,7 @@ __all__ = [
     "FORWARDER_PORT",
     "Confinement",
     "NetworkAccess",
+    "executable_inside",
     "install_roots",
 ]
 
@@ -128,7 +129,7 @@ class Confinement:
             outer += ["--bind", str(self.network.socket), _INNER_SOCKET]
         outer += ["--remount-ro", "/", "--chdir", str(cwd), "--"]
         if os.path.isabs(argv[0]) or "/" not in argv[0]:
-            inner[len(inner) - len(argv)] = program
+            inner[len(inner) - len(argv)] = executable_inside(program)
         return outer + inner, child_env
 
     def _namespaces(self) -> list[str]:
@@ -205,22 +206,44 @@ def _is_visible(path: str) -> bool:
     return any(path.startswith(prefix) for prefix in _VISIBLE)
 
 
-def _root_of(path: str) -> Path:
-    """The install directory that must be visible for the program at ``path`` to run.
+def _venv_of(path: str) -> Path | None:
+    """The virtual environment ``path`` is a program of (``bin/`` beside ``pyvenv.cfg``)."""
+    parent = Path(path).parent
+    if parent.name == "bin" and (parent.parent / "pyvenv.cfg").exists():
+        return parent.parent
+    return None
 
-    The outermost ``node_modules`` (a package and its siblings: platform binaries),
-    a virtual environment (``bin/`` beside ``pyvenv.cfg``), a Python installation
-    (``bin/`` beside ``lib/pythonX.Y``), else the program's own directory.
+
+def _root_of(real: str) -> Path:
+    """The install directory that must be visible for the (resolved) program ``real`` to run.
+
+    The outermost ``node_modules`` (a package and its siblings: platform binaries);
+    a Python installation for a ``python*`` executable in ``bin/`` beside
+    ``lib/python3*``; else the program's own directory only (so a binary under
+    ``~/.local/share/...`` exposes its version directory, not the home).
     """
-    parts = Path(path).parts
+    parts = Path(real).parts
     if "node_modules" in parts:
         return Path(*parts[: parts.index("node_modules") + 1])
-    parent = Path(path).parent
-    if parent.name == "bin":
-        prefix = parent.parent
-        if (prefix / "pyvenv.cfg").exists() or any(prefix.glob("lib/python3*")):
-            return prefix
+    parent = Path(real).parent
+    if (
+        parent.name == "bin"
+        and Path(real).name.startswith("python")
+        and any(parent.parent.glob("lib/python3*"))
+    ):
+        return parent.parent
     return parent
+
+
+def executable_inside(program: str) -> str:
+    """The path to execute inside: the name as given for a venv or ``node_modules``
+    program (their layout matters), else the resolved file (its directory alone is
+    bound, so a link elsewhere, e.g. ``~/.local/bin/claude``, would not resolve)."""
+    if _is_visible(program) or _venv_of(program) is not None:
+        return program
+    if "node_modules" in Path(program).parts:
+        return program
+    return os.path.realpath(program)
 
 
 def _interpreter(real: str, env: Mapping[str, str]) -> str | None:
@@ -244,26 +267,31 @@ def _interpreter(real: str, env: Mapping[str, str]) -> str | None:
 def install_roots(program: str, env: Mapping[str, str]) -> list[Path]:
     """Paths to bind read-only so ``program`` (and its ``#!`` interpreter) can run.
 
-    Includes the directory of the name as given when it differs from the resolved
-    one (a ``.bin`` link), and the installation of a Python virtual environment's
-    base interpreter.
+    For each of the program, its ``#!`` interpreter and a virtual environment's
+    base interpreter: the environment itself when the name is a venv program, and
+    the install directory of the resolved file (:func:`_root_of`) unless it is a
+    system path already visible.
     """
     roots: list[Path] = []
+
+    def add(root: Path) -> None:
+        if root not in roots:
+            roots.append(root)
+
     pending = [program]
     for _ in range(4):
         if not pending:
             break
         name = pending.pop()
         real = os.path.realpath(name)
-        for candidate in (name, real):
-            if not _is_visible(candidate):
-                root = _root_of(candidate)
-                if root not in roots:
-                    roots.append(root)
-        if (Path(_root_of(real)) / "pyvenv.cfg").exists() or (
-            Path(_root_of(name)) / "pyvenv.cfg"
-        ).exists():
+        venv = _venv_of(name)
+        if venv is not None:
+            add(venv)
             pending.extend(_venv_base(Path(name)))
+        elif "node_modules" in Path(name).parts:
+            add(_root_of(name))
+        if not _is_visible(real):
+            add(_root_of(real))
         interpreter = _interpreter(real, env)
         if interpreter and interpreter != real:
             pending.append(interpreter)
