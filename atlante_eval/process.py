@@ -306,10 +306,48 @@ def _signal_group(process: Process, sig: signal.Signals) -> None:
                 process.send_signal(sig)
 
 
-async def _end_group(process: Process, grace_s: float) -> None:
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid``, parents first (from ``/proc``; empty without it)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    pending = list(children.get(pid, []))
+    while pending:
+        child = pending.pop(0)
+        found.append(child)
+        pending.extend(children.get(child, []))
+    return found
+
+
+def _terminate(process: Process, *, confined: bool) -> None:
+    """Ask the process to stop: SIGTERM its group, or inside a confinement its processes.
+
+    A confining wrapper (bubblewrap) dies on SIGTERM and takes its namespace down
+    with SIGKILL at once; the confined processes themselves get the SIGTERM instead,
+    so a host can still end gracefully within the grace period.
+    """
+    if not confined:
+        _signal_group(process, signal.SIGTERM)
+        return
+    for pid in _descendants(process.pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+
+
+async def _end_group(process: Process, grace_s: float, *, confined: bool = False) -> None:
     """SIGTERM the group, wait ``grace_s``, then SIGKILL it, and reap the leader."""
     if process.poll() is None:
-        _signal_group(process, signal.SIGTERM)
+        _terminate(process, confined=confined)
         with anyio.move_on_after(grace_s):
             await _wait(process)
     _signal_group(process, signal.SIGKILL)
@@ -532,7 +570,7 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
                 timed_out = timer.cancelled_caught and process.poll() is None
                 finished_ms = _elapsed_ms(started)
                 if process.poll() is None:
-                    await _end_group(process, grace)
+                    await _end_group(process, grace, confined=wrapper is not None)
                 with anyio.move_on_after(_DRAIN_S):
                     await done[0].wait()
                     await done[1].wait()
@@ -543,7 +581,7 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
     finally:
         with anyio.CancelScope(shield=True):
             if process.poll() is None:
-                await _end_group(process, grace)
+                await _end_group(process, grace, confined=wrapper is not None)
             _signal_group(process, signal.SIGKILL)
             pipes.close()
             with anyio.move_on_after(DEFAULT_GRACE_S):

@@ -18,6 +18,9 @@ from factory import make_project, scenario
 from isolationkit import kill_groups, processes_with, require_bwrap
 from standin import StandinHost, actions
 
+from atlante_eval.isolation.bwrap import Confinement
+from atlante_eval.isolation.preflight import require_os_isolation
+from atlante_eval.process import run_process
 from atlante_eval.runner import run_eval
 
 
@@ -63,3 +66,23 @@ def test_killed_engine_takes_its_sandboxes_with_it(tmp_path: Path) -> None:
             wait_for(lambda: not processes_with(token) and not hosts_running(cli.tmpdir))
     finally:
         kill_groups(processes_with(token))
+
+
+def test_a_timed_out_confined_process_still_gets_sigterm_first(tmp_path: Path) -> None:
+    """The grace period holds under os: the confined process sees SIGTERM, not a bare kill."""
+    require_bwrap()
+    confine = Confinement(bwrap=require_os_isolation(), state_dir=tmp_path, writable=(tmp_path,))
+    script = "trap 'echo got-term; exit 3' TERM; echo up; sleep 600 & wait"
+    result = anyio.run(
+        lambda: run_process(
+            ["/bin/sh", "-c", script],
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin"},
+            timeout_s=1,
+            grace_s=30,
+            wrap=confine,
+        )
+    )
+    assert result.timed_out
+    assert result.stdout.splitlines() == ["up", "got-term"]
+    assert result.returncode == 3
