@@ -17,9 +17,12 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ..logs import get_logger
 from .endpoints import Endpoint, EndpointError, parse_endpoint
 
 __all__ = ["FilterProxy", "serve_proxy"]
+
+log = get_logger("atlante_eval.isolation.proxy")
 
 _MAX_HEAD = 16 * 1024
 _DIAL_TIMEOUT_S = 30.0
@@ -46,7 +49,13 @@ class FilterProxy:
         self.denied[target] = self.denied.get(target, 0) + 1
 
     async def handle(self, client: anyio.abc.ByteStream) -> None:
-        """Serve one client connection."""
+        """Serve one client connection; its failure never reaches the trial."""
+        try:
+            await self._serve(client)
+        except Exception:
+            log.debug("proxy.connection_failed", exc_info=True)
+
+    async def _serve(self, client: anyio.abc.ByteStream) -> None:
         async with client:
             reader = BufferedByteReceiveStream(client)
             try:
