@@ -29,6 +29,9 @@ def _exchange(path: Path, data: bytes, close_early: bool) -> bytes:
             if b"\r\n\r\n" in b"".join(chunks):
                 if data.startswith(b"CONNECT") and b" 200 " in chunks[0]:
                     conn.sendall(b"through\n")
+                    # The server closes after reading: EOF here means it got the bytes.
+                    while conn.recv(4096):
+                        pass
                 break
         return b"".join(chunks)
 
