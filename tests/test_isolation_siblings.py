@@ -22,6 +22,7 @@ from factory import make_project, scenario
 from isolationkit import ATTACK_SCRIPT, require_bwrap
 from standin import StandinHost, actions
 
+from atlante_eval.events import TrialFinished
 from atlante_eval.report import RunReport
 from atlante_eval.runner import run_eval
 
@@ -106,12 +107,17 @@ def test_sibling_sandbox_write(
         },
     )
     report: list[RunReport] = []
+    attacker_done = anyio.Event()
+
+    def on_event(event: object) -> None:
+        if isinstance(event, TrialFinished) and event.scenario == "attacker":
+            attacker_done.set()  # after its session and its checks: the attack is over
 
     async def orchestrate() -> None:
         attacker_gate = await _file("*/attacker-trial-0-*/project/gate", runs)
         victim_gate = await _file("*/victim-trial-0-*/project/gate", runs)
         await _release(attacker_gate)
-        await _file("*/attacker-trial-0-*/project/attack-siblings.json", runs)
+        await attacker_done.wait()
         await _release(victim_gate)
 
     async def main() -> None:
@@ -119,7 +125,14 @@ def test_sibling_sandbox_write(
             async with anyio.create_task_group() as group:
                 group.start_soon(orchestrate)
                 report.append(
-                    await run_eval(project, host=StandinHost(), isolation=mode, trials=1, jobs=2)
+                    await run_eval(
+                        project,
+                        host=StandinHost(),
+                        isolation=mode,
+                        trials=1,
+                        jobs=2,
+                        on_event=on_event,
+                    )
                 )
 
     anyio.run(main)
@@ -127,6 +140,9 @@ def test_sibling_sandbox_write(
     attacker = result.scenarios["attacker"].trials[0]
     victim = result.scenarios["victim"].trials[0]
     assert attacker.verdict == "pass", attacker
+    assert '"breached": %s' % ("true" if mode == "none" else "false") in (
+        (attacker.diff or "") + str([c.evidence for c in attacker.checks or []])
+    )
     if mode == "none":
         assert victim.verdict == "pass", "the attacker's write into the sibling went unseen"
         return
