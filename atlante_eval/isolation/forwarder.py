@@ -10,20 +10,40 @@ runs ``ARGV`` and exits with its status. A connection to the proxy port is
 relayed as is to the Unix socket ``SOCKET``; a connection to a loopback port
 asks the proxy for ``CONNECT 127.0.0.1:P`` first, so the engine decides every
 destination. Nothing here decides anything.
+
+It uses the C modules ``_socket``, ``_thread`` and ``_signal`` instead of
+``socket``, ``threading`` and ``signal``: their pure-Python wrappers import
+``enum`` and friends, which doubled this start-up-bound relay's cost per session.
 """
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # no stub; signal would import enum
+import _socket
+import _thread
 import os
-import signal
-import socket
 import sys
-import threading
+from _collections_abc import Callable  # loaded at start-up already, unlike collections.abc
 
 _CHUNK = 65536
 
 
-def _pipe(source: socket.socket, target: socket.socket) -> None:
+def _start(target: Callable[..., None], *args: object) -> _thread.LockType:
+    """Run ``target(*args)`` in a new thread; the returned lock is released when it ends."""
+    done = _thread.allocate_lock()
+    done.acquire()
+
+    def run() -> None:
+        try:
+            target(*args)
+        finally:
+            done.release()
+
+    _thread.start_new_thread(run, ())
+    return done
+
+
+def _pipe(source: _socket.socket, target: _socket.socket) -> None:
     try:
         while True:
             data = source.recv(_CHUNK)
@@ -35,13 +55,13 @@ def _pipe(source: socket.socket, target: socket.socket) -> None:
     finally:
         for sock in (source, target):
             try:  # noqa: SIM105 - contextlib costs this start-up-bound script ~10 ms
-                sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(_socket.SHUT_RDWR)
             except OSError:
                 pass
 
 
-def _tunnel(client: socket.socket, path: str, port: int) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _tunnel(client: _socket.socket, path: str, port: int) -> None:
+    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.connect(path)
         if port:
@@ -56,10 +76,9 @@ def _tunnel(client: socket.socket, path: str, port: int) -> None:
                 head += chunk
             if not head.startswith(b"HTTP/1.1 200"):
                 return
-        back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
-        back.start()
+        back = _start(_pipe, upstream, client)
         _pipe(client, upstream)
-        back.join()
+        back.acquire()  # the other direction is done too
     except OSError:
         pass
     finally:
@@ -67,18 +86,19 @@ def _tunnel(client: socket.socket, path: str, port: int) -> None:
         upstream.close()
 
 
-def _serve(listener: socket.socket, path: str, port: int) -> None:
+def _serve(listener: _socket.socket, path: str, port: int) -> None:
     while True:
         try:
-            client, _ = listener.accept()
+            fd, _ = listener._accept()  # type: ignore[attr-defined]  # the C-level accept
+            client = _socket.socket(fileno=fd)
         except OSError:
             return
-        threading.Thread(target=_tunnel, args=(client, path, port), daemon=True).start()
+        _start(_tunnel, client, path, port)
 
 
-def _listen(port: int) -> socket.socket:
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+def _listen(port: int) -> _socket.socket:
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(64)
     return listener
@@ -89,7 +109,7 @@ def main(args: list[str]) -> int:
     argv = args[4:]
     for port, forwarded in [(proxy_port, 0)] + [(p, p) for p in ports]:
         listener = _listen(port)
-        threading.Thread(target=_serve, args=(listener, path, forwarded), daemon=True).start()
+        _start(_serve, listener, path, forwarded)
     child = os.fork()
     if child == 0:
         try:
@@ -97,8 +117,8 @@ def main(args: list[str]) -> int:
         except OSError as exc:
             os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
         os._exit(127)
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda number, _frame: os.kill(child, number))
+    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+        _signal.signal(sig, lambda number, _frame: os.kill(child, number))
     while True:
         try:
             _, status = os.waitpid(child, 0)
@@ -107,10 +127,11 @@ def main(args: list[str]) -> int:
             continue
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        signal.signal(number, signal.SIG_DFL)
+        _signal.signal(number, _signal.SIG_DFL)
         os.kill(os.getpid(), number)
     return os.waitstatus_to_exitcode(status)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # os._exit: the relay threads are still blocked in accept() and recv().
+    os._exit(main(sys.argv[1:]))
