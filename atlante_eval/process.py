@@ -68,6 +68,8 @@ _CONFINED: contextvars.ContextVar[SpawnWrapper | None] = contextvars.ContextVar(
     "atlante_eval_confined_spawns", default=None
 )
 _SPAWNER: list[ThreadPoolExecutor] = []
+#: Pids of live processes started through a spawn wrapper (ended by :func:`_terminate`).
+_CONFINED_PIDS: set[int] = set()
 
 
 @contextlib.contextmanager
@@ -344,10 +346,10 @@ def _terminate(process: Process, *, confined: bool) -> None:
             os.kill(pid, signal.SIGTERM)
 
 
-async def _end_group(process: Process, grace_s: float, *, confined: bool = False) -> None:
+async def _end_group(process: Process, grace_s: float) -> None:
     """SIGTERM the group, wait ``grace_s``, then SIGKILL it, and reap the leader."""
     if process.poll() is None:
-        _terminate(process, confined=confined)
+        _terminate(process, confined=process.pid in _CONFINED_PIDS)
         with anyio.move_on_after(grace_s):
             await _wait(process)
     _signal_group(process, signal.SIGKILL)
@@ -542,6 +544,8 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
         raise
     pipes.close_child_ends()
     _LIVE.pids.add(process.pid)
+    if wrapper is not None:
+        _CONFINED_PIDS.add(process.pid)
     if marker is not None:
         _LIVE.markers.add(marker)
     abort = anyio.Event()
@@ -570,7 +574,7 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
                 timed_out = timer.cancelled_caught and process.poll() is None
                 finished_ms = _elapsed_ms(started)
                 if process.poll() is None:
-                    await _end_group(process, grace, confined=wrapper is not None)
+                    await _end_group(process, grace)
                 with anyio.move_on_after(_DRAIN_S):
                     await done[0].wait()
                     await done[1].wait()
@@ -581,12 +585,13 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
     finally:
         with anyio.CancelScope(shield=True):
             if process.poll() is None:
-                await _end_group(process, grace, confined=wrapper is not None)
+                await _end_group(process, grace)
             _signal_group(process, signal.SIGKILL)
             pipes.close()
             with anyio.move_on_after(DEFAULT_GRACE_S):
                 await _wait(process)
             _LIVE.pids.discard(process.pid)
+            _CONFINED_PIDS.discard(process.pid)
             if marker is not None:
                 await anyio.to_thread.run_sync(_sweep, marker)
                 _LIVE.markers.discard(marker)
