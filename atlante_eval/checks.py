@@ -39,7 +39,7 @@ from .environment import allowed_env
 from .gitops import Changes
 from .paths import UnsafePathError, resolve_no_follow
 from .patterns import PatternError, compile_pattern, search, timeout_message
-from .process import run_process
+from .process import SpawnWrapper, run_process
 from .report import CheckResult, CheckVerdict
 from .sandbox import file_digest
 from .scenarios import (
@@ -110,6 +110,8 @@ class CheckContext:
     """The trial's transcript entries, for behaviour checks (``None``: no usable transcript)."""
     transcript_error: str | None = None
     """Why there is no usable transcript."""
+    wrap: SpawnWrapper | None = None
+    """Confines command checks (``--isolation os``); ``None`` runs them directly."""
 
 
 def ignore_matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
@@ -134,6 +136,7 @@ async def _command(check: CommandCheck, ctx: CheckContext) -> Outcome:
         timeout_s=check.timeout_ms / 1000,
         capture_bytes=_MATCH_BYTES,
         sweep=True,  # servers a check starts in the background must not outlive it
+        wrap=ctx.wrap,
     )
     if result.spawn_error:
         return "error", {"run": check.run, "cause": result.spawn_error}

@@ -23,6 +23,7 @@ __all__ = [
     "CoreCheckType",
     "FailOn",
     "HostName",
+    "Isolation",
     "LogFormat",
 ]
 
@@ -65,6 +66,8 @@ EXTENDED_SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/atlante-eval/v1/eval-s
 #: The built-in hosts by configured name: the one key of every per-host table
 #: (``hosts.registry.HOST_FACTORIES``, ``hosts.registry.STREAM_PARSERS``, ``native.MANIFESTS``).
 HostName = Literal["opencode", "claude-code"]
+#: ``--isolation``: how trials are contained (docs/isolation.md).
+Isolation = Literal["none", "os"]
 #: ``--log-format``: structured run logs on stderr.
 LogFormat = Literal["none", "console", "json"]
 #: The formats whose JSON Schema ``atlante-eval schema KIND`` prints.

@@ -78,6 +78,8 @@ CODES: dict[str, str] = {
     "eval-model-unset": "OpenCode runs without eval.model: the host's default model is used.",
     "eval-model-required": "OpenCode V2 runs without eval.model: it has no default model.",
     "git-unavailable": "git is not on PATH; every sandbox baseline needs it.",
+    "eval-isolation-unavailable": "--isolation os was asked for, but bubblewrap or the "
+    "namespaces it needs are missing here.",
     # running
     "eval-run-failed": "The run stopped on an unexpected error; a partial report was published.",
     "eval-run-interrupted": "The run was interrupted; finished trials are in a partial report.",
@@ -124,6 +126,7 @@ RUN_LEVEL_CODES: frozenset[str] = frozenset(
         "eval-host-unsupported-version",
         "eval-host-unauthenticated",
         "git-unavailable",
+        "eval-isolation-unavailable",
         "eval-run-failed",
         "eval-run-interrupted",
         "eval-report-failed",

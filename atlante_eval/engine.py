@@ -13,12 +13,13 @@ becomes that trial's verdict; it never stops the others.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
@@ -31,9 +32,11 @@ from .checks_behaviour import NO_TRANSCRIPT, read_transcript
 from .events import ProgressEvent, TrialStarted
 from .gitops import Changes, GitError, collect_changes, make_skeleton
 from .hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext, secret_values
+from .isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
 from .logs import get_logger
 from .native import NativeOutputs
 from .plan import Plan, PlannedTrial
+from .process import SpawnWrapper, confined_spawns
 from .report import Activity, CheckResult, TrialResult, Verdict, utc_timestamp
 from .run_files import RunFiles, TrialFiles
 from .sandbox import RemovalFailure, Sandbox, SandboxError, TrialDirs, trial_dirs, trial_sandbox
@@ -72,6 +75,8 @@ class EngineOptions:
     project_root: Path | None = None
     run_files: RunFiles | None = None
     """The run directory each trial's transcript and long outputs go to (``None``: none)."""
+    isolation: IsolationSettings | None = None
+    """``--isolation os``: confine every trial; ``None`` is ``none`` (tool policy only)."""
 
 
 class _SessionLedger:
@@ -312,25 +317,30 @@ class Engine:
         started_at = utc_timestamp()
         took_session = False
         kept: Path | None = None
+        isolation: TrialIsolation | None = None
         try:
             refusal = await self.guard(planned) if self.guard is not None else None
             if refusal is not None:
                 raise _Refused(refusal)
-            async with trial_sandbox(
-                self.run_root,
-                scenario,
-                planned.index,
-                native=self.native,
-                prepare_host=lambda root, state: self._prepare(planned, root, state),
-                owner=ticket.owned,
-                skeleton=self._skeleton,
-            ) as sandbox:
+            async with (
+                self._isolation() as isolation,
+                trial_sandbox(
+                    self.run_root,
+                    scenario,
+                    planned.index,
+                    native=self.native,
+                    prepare_host=lambda root, state: self._prepare(planned, root, state),
+                    owner=ticket.owned,
+                    skeleton=self._skeleton,
+                    confine_setup=_phase(isolation, "setup"),
+                ) as sandbox,
+            ):
                 kept = sandbox.trial_dir
                 if settle:
                     took_session = True
                     await ledger.settle(planned.position, took_session=True)
                 await ticket.start_session()
-                result = await self._session(planned, sandbox, ticket)
+                result = await self._session(planned, sandbox, ticket, isolation)
         except _Refused as exc:
             result = TrialResult(
                 i=planned.index,
@@ -361,9 +371,20 @@ class Engine:
                 with anyio.CancelScope(shield=True):
                     await ledger.settle(planned.position, took_session=False)
         extra: dict[str, object] = {"started_at": started_at}
+        if isolation is not None and (denied := isolation.denied()):
+            extra["denied"] = denied
         if self.options.keep and kept is not None:
             extra["sandbox"] = display_path(str(kept))
         return result.model_copy(update=extra)
+
+    @contextlib.asynccontextmanager
+    async def _isolation(self) -> AsyncIterator[TrialIsolation | None]:
+        """The trial's OS isolation (its proxies run for the block), or ``None``."""
+        if self.options.isolation is None:
+            yield None
+            return
+        async with open_trial_isolation(self.options.isolation, self.run_root) as isolation:
+            yield isolation
 
     def _context(self, planned: PlannedTrial, root: Path, state: Path) -> TrialContext:
         return TrialContext(
@@ -445,7 +466,11 @@ class Engine:
             raise SandboxError(str(exc)) from exc
 
     async def _session(
-        self, planned: PlannedTrial, sandbox: Sandbox, ticket: _Ticket
+        self,
+        planned: PlannedTrial,
+        sandbox: Sandbox,
+        ticket: _Ticket,
+        isolation: TrialIsolation | None,
     ) -> TrialResult:
         config = self.plan.config
         transcript = self._transcript(planned, sandbox)
@@ -459,7 +484,13 @@ class Engine:
         try:
             with budget_scope, anyio.move_on_after(planned.timeout_ms / 1000) as timer:
                 try:
-                    end = await self.host.run_session(context, usage)
+                    wrapper = (
+                        isolation.wrapper("session", sandbox.root, sandbox.state_dir)
+                        if isolation is not None
+                        else None
+                    )
+                    with confined_spawns(wrapper):
+                        end = await self.host.run_session(context, usage)
                 except Exception as exc:  # noqa: BLE001 - a failing host is this trial's infra-error
                     end = SessionEnd(
                         error=f"host {self.host.name} failed: {type(exc).__name__}: {exc}"
@@ -509,7 +540,7 @@ class Engine:
         if end.error is not None:
             return TrialResult(**base, verdict="infra-error", error=end.error)
         await ticket.end_session()
-        return await self._grade(planned, sandbox, base, unmonitored)
+        return await self._grade(planned, sandbox, base, unmonitored, isolation)
 
     async def _grade(
         self,
@@ -517,6 +548,7 @@ class Engine:
         sandbox: Sandbox,
         base: _SessionFields,
         unmonitored: Literal[True] | None,
+        isolation: TrialIsolation | None,
     ) -> TrialResult:
         changes: Changes | None = None
         changes_error: str | None = None
@@ -538,6 +570,9 @@ class Engine:
             keep_output=lambda name, text: self._keep_output(planned, name, text),
             transcript=transcript,
             transcript_error=transcript_error,
+            wrap=isolation.wrapper("check", sandbox.root, sandbox.state_dir)
+            if isolation is not None
+            else None,
         )
         checks = await run_checks(planned.scenario.document.checks, context)
         verdict, error = _verdict(checks, changes_error)
@@ -568,6 +603,15 @@ def _changed_files(
         runtime = (p for p in paths if ignored(p))
         kept += itertools.islice(runtime, CHANGED_FILES_LIMIT - len(kept))
     return sorted(display_path(p) for p in kept), len(paths) - len(kept)
+
+
+def _phase(
+    isolation: TrialIsolation | None, phase: Literal["setup"]
+) -> Callable[[Path, Path], SpawnWrapper] | None:
+    """A factory of the ``phase`` wrapper for :func:`trial_sandbox`, or ``None``."""
+    if isolation is None:
+        return None
+    return lambda root, state: isolation.wrapper(phase, root, state)
 
 
 class _SessionFields(TypedDict):

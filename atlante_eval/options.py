@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -86,6 +86,8 @@ class RunOptions(BaseModel):
     """Adaptive runs: largest change counted as unchanged."""
     html: bool = True
     """Write ``report.html`` beside ``report.json`` (``--no-html`` turns it off)."""
+    isolation: Literal["none", "os"] | None = None
+    """How trials are contained, overriding ``eval.isolation`` (docs/isolation.md)."""
 
 
 def parse_shard(raw: str | Shard | None) -> Shard | None:

@@ -8,18 +8,28 @@ exhaust memory. On timeout, abort or cancellation the group is ended in order:
 SIGTERM, a grace period, SIGKILL, then the pipes are drained for a bounded time,
 so a program that ignores SIGTERM or leaves grandchildren holding its pipes
 cannot hang the caller.
+
+A *spawn wrapper* (:data:`SpawnWrapper`) may rewrite the command line and
+environment just before the spawn: ``--isolation os`` confines setup and
+command checks by passing one, and host sessions through
+:func:`confined_spawns`, so every process a host starts is confined without the
+host knowing (a host cannot forget it). Wrapped programs are started from one
+long-lived thread: bubblewrap's ``--die-with-parent`` is tied to the thread
+that forked it, and the worker threads of the event loop come and go.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import os
 import secrets
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +42,9 @@ __all__ = [
     "SWEEP_ENV",
     "HeadBuffer",
     "ProcessResult",
+    "SpawnWrapper",
     "TailBuffer",
+    "confined_spawns",
     "kill_all_process_groups",
     "run_process",
 ]
@@ -48,6 +60,34 @@ _CHUNK = 64 * 1024
 
 #: Environment variable that marks every process of a swept :func:`run_process` call.
 SWEEP_ENV = "ATLANTE_EVAL_PROCESS"
+
+#: Rewrites ``(argv, cwd, env)`` into the command line and environment actually spawned.
+SpawnWrapper = Callable[[Sequence[str], Path, Mapping[str, str]], tuple[list[str], dict[str, str]]]
+
+_CONFINED: contextvars.ContextVar[SpawnWrapper | None] = contextvars.ContextVar(
+    "atlante_eval_confined_spawns", default=None
+)
+_SPAWNER: list[ThreadPoolExecutor] = []
+#: Pids of live processes started through a spawn wrapper (ended by :func:`_terminate`).
+_CONFINED_PIDS: set[int] = set()
+
+
+@contextlib.contextmanager
+def confined_spawns(wrapper: SpawnWrapper | None) -> Iterator[None]:
+    """Wrap every :func:`run_process` call made inside the block (and its tasks)."""
+    token = _CONFINED.set(wrapper)
+    try:
+        yield
+    finally:
+        _CONFINED.reset(token)
+
+
+def _spawn_in_long_lived_thread(
+    argv: list[str], cwd: Path, env: dict[str, str], fds: tuple[int, int, int]
+) -> Process:
+    if not _SPAWNER:
+        _SPAWNER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="atlante-spawn"))
+    return _SPAWNER[0].submit(_spawn, argv, cwd, env, fds).result()
 
 
 class _LiveGroups:
@@ -268,10 +308,48 @@ def _signal_group(process: Process, sig: signal.Signals) -> None:
                 process.send_signal(sig)
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid``, parents first (from ``/proc``; empty without it)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    pending = list(children.get(pid, []))
+    while pending:
+        child = pending.pop(0)
+        found.append(child)
+        pending.extend(children.get(child, []))
+    return found
+
+
+def _terminate(process: Process, *, confined: bool) -> None:
+    """Ask the process to stop: SIGTERM its group, or inside a confinement its processes.
+
+    A confining wrapper (bubblewrap) dies on SIGTERM and takes its namespace down
+    with SIGKILL at once; the confined processes themselves get the SIGTERM instead,
+    so a host can still end gracefully within the grace period.
+    """
+    if not confined:
+        _signal_group(process, signal.SIGTERM)
+        return
+    for pid in _descendants(process.pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+
+
 async def _end_group(process: Process, grace_s: float) -> None:
     """SIGTERM the group, wait ``grace_s``, then SIGKILL it, and reap the leader."""
     if process.poll() is None:
-        _signal_group(process, signal.SIGTERM)
+        _terminate(process, confined=process.pid in _CONFINED_PIDS)
         with anyio.move_on_after(grace_s):
             await _wait(process)
     _signal_group(process, signal.SIGKILL)
@@ -397,6 +475,7 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
     grace_s: float | None = None,
     sweep: bool = False,
     stdout_sink: Callable[[bytes], None] | None = None,
+    wrap: SpawnWrapper | None = None,
 ) -> ProcessResult:
     """Run ``argv`` without a shell in its own process group and wait for it.
 
@@ -422,6 +501,8 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
             (Linux ``/proc``; a program that drops the variable escapes it).
         stdout_sink: called with every chunk of stdout as it arrives, all of it
             (uncapped, whatever ``capture_bytes``), for output read as a stream.
+        wrap: rewrite the command before it is spawned (OS isolation); default:
+            the wrapper of the enclosing :func:`confined_spawns` block, if any.
 
     Cancellation of the caller ends the process group the same way (shielded) and
     re-raises the cancellation.
@@ -436,34 +517,35 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
     stderr_tail = TailBuffer(capture_bytes)
     marker = secrets.token_hex(16) if sweep else None
     child_env = dict(env) if marker is None else {**env, SWEEP_ENV: marker}
+    wrapper = wrap if wrap is not None else _CONFINED.get()
+    spawn_argv = list(argv)
+    if wrapper is not None and spawn_argv:
+        try:
+            spawn_argv, child_env = wrapper(spawn_argv, cwd, child_env)
+        except OSError as exc:
+            return _not_started(exc, argv, started)
     pipes = _Pipes(with_stdin=stdin is not None)
     stdin_fd = pipes.stdin_read if pipes.stdin_read is not None else subprocess.DEVNULL
     try:
         # Shielded: once the thread has started the child, it must be tracked and ended.
         with anyio.CancelScope(shield=True):
             process = await anyio.to_thread.run_sync(
-                _spawn,
-                list(argv),
+                _spawn if wrapper is None else _spawn_in_long_lived_thread,
+                spawn_argv,
                 cwd,
                 child_env,
                 (stdin_fd, pipes.stdout_write, pipes.stderr_write),
             )
     except OSError as exc:
         pipes.close()
-        return ProcessResult(
-            returncode=None,
-            timed_out=False,
-            aborted=False,
-            stdout="",
-            stderr="",
-            spawn_error=f"{exc.strerror or exc}: {exc.filename or argv[0]}",
-            duration_ms=_elapsed_ms(started),
-        )
+        return _not_started(exc, argv, started)
     except BaseException:
         pipes.close()
         raise
     pipes.close_child_ends()
     _LIVE.pids.add(process.pid)
+    if wrapper is not None:
+        _CONFINED_PIDS.add(process.pid)
     if marker is not None:
         _LIVE.markers.add(marker)
     abort = anyio.Event()
@@ -509,6 +591,7 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
             with anyio.move_on_after(DEFAULT_GRACE_S):
                 await _wait(process)
             _LIVE.pids.discard(process.pid)
+            _CONFINED_PIDS.discard(process.pid)
             if marker is not None:
                 await anyio.to_thread.run_sync(_sweep, marker)
                 _LIVE.markers.discard(marker)
@@ -521,6 +604,18 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
         spawn_error=None,
         duration_ms=finished_ms if finished_ms is not None else _elapsed_ms(started),
         stdout_bytes=stdout_tail.total,
+    )
+
+
+def _not_started(exc: OSError, argv: Sequence[str], started: float) -> ProcessResult:
+    return ProcessResult(
+        returncode=None,
+        timed_out=False,
+        aborted=False,
+        stdout="",
+        stderr="",
+        spawn_error=f"{exc.strerror or exc}: {exc.filename or argv[0]}",
+        duration_ms=_elapsed_ms(started),
     )
 
 

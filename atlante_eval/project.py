@@ -23,6 +23,7 @@ from pydantic import (
 
 from .choices import HostName
 from .diagnostics import ATLANTE_ABOUT, DiagnosticError, Location, error
+from .isolation.endpoints import EndpointError, parse_endpoint
 from .jsondoc import (
     DocumentParseError,
     DocumentReadError,
@@ -43,6 +44,8 @@ __all__ = [
     "Budget",
     "EvalConfig",
     "HostName",
+    "IsolationMode",
+    "NetworkConfig",
     "Project",
     "ProjectDocument",
     "find_config",
@@ -92,6 +95,28 @@ class Budget(StrictModel):
     """Token threshold per trial, enforced from the host's cumulative usage events."""
 
 
+IsolationMode = Literal["none", "os"]
+"""How trials are contained: ``none`` (tool policy) or ``os`` (namespaces; docs/isolation.md)."""
+
+
+class NetworkConfig(StrictModel):
+    """``eval.network``: what a trial under ``os`` isolation may reach besides the model."""
+
+    allow: list[NonEmptyStr] = Field(default_factory=list)
+    """Extra ``host:port`` destinations (or ``host`` for port 443, or URLs) the host
+    session and setup may reach."""
+
+    @field_validator("allow")
+    @classmethod
+    def _endpoints(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                parse_endpoint(entry)
+            except EndpointError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+
 class EvalConfig(StrictModel):
     """The project's ``eval`` section."""
 
@@ -105,6 +130,10 @@ class EvalConfig(StrictModel):
     """Model passed to the host; omitted uses the host default."""
     budget: Budget = Field(default_factory=Budget)
     """Run budget."""
+    isolation: IsolationMode = "none"
+    """How trials are contained (additive; ``run --isolation`` overrides it)."""
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    """Network allow list under ``os`` isolation (additive)."""
 
     @field_validator("host")
     @classmethod

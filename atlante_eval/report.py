@@ -26,6 +26,7 @@ __all__ = [
     "AdaptiveStop",
     "CheckResult",
     "CheckVerdict",
+    "DeniedAccess",
     "Meta",
     "MetaConfig",
     "OriginInfo",
@@ -153,6 +154,20 @@ class ScenarioActivity(OutputModel):
     """Tool calls by kind."""
 
 
+class DeniedAccess(OutputModel):
+    """Something a trial's OS isolation refused (``--isolation os``; additive)."""
+
+    phase: Literal["session", "setup"]
+    """Which process tree asked: the host session or the scenario's setup (checks have
+    no network to ask for)."""
+    kind: Literal["network"]
+    """What was refused: ``network`` (a destination off the allow list)."""
+    target: str
+    """The refused ``host:port``."""
+    count: int
+    """How many times it was asked for."""
+
+
 class TrialResult(OutputModel):
     """One trial of one scenario."""
 
@@ -198,6 +213,8 @@ class TrialResult(OutputModel):
     """The trial's transcript, relative to the run directory (additive; docs/transcripts.md)."""
     activity: Activity | None = None
     """What the agent did, from its transcript (additive)."""
+    denied: list[DeniedAccess] | None = None
+    """What OS isolation refused during this trial (``--isolation os``; additive)."""
 
 
 class Spread(OutputModel):
@@ -472,6 +489,8 @@ class Meta(OutputModel):
     """Run totals (additive)."""
     run_root: str | None = None
     """Kept run root with ``--keep`` (additive)."""
+    isolation: Literal["os"] | None = None
+    """``os`` when trials ran under OS isolation; absent means ``none`` (additive)."""
     interrupted: bool | None = None
     """Set when the run was interrupted or failed part-way (additive)."""
     cleanup_failures: list[CleanupFailure] | None = None

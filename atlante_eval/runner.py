@@ -30,6 +30,8 @@ from .events import (
 from .fingerprint import definition_digest, plan_digest, scenario_fingerprint
 from .hosts import Host, HostError, create_host
 from .integrity import ProjectWatch, modified_cause, watch_run_inputs
+from .isolation.preflight import preflight_isolation
+from .isolation.trial import IsolationSettings
 from .journal import JOURNAL_NAME, Journal, JournalError, lock_for_resume, read_journal
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from .limits import DESCRIPTORS_PER_JOB, jobs_for_descriptors, raise_nofile_limit
@@ -485,12 +487,19 @@ async def _budget(suite: Suite, options: RunOptions) -> tuple[MetaConfig, Adapti
     return budget.model_copy(update={"trials": trials}), settings
 
 
-async def _ready_host(host: Host | None, suite: Suite, options: RunOptions) -> Host:
-    """The run's host (the given one, or the configured built-in), probed and checked."""
+async def _ready_host(
+    host: Host | None, suite: Suite, options: RunOptions
+) -> tuple[Host, str | None]:
+    """The run's host (the given one, or the configured built-in), probed and checked.
+
+    First, under ``--isolation os``, the preflight: the proven ``bwrap`` is returned
+    with the host (``None`` for ``none``).
+    """
+    bwrap = await preflight_isolation(options.isolation or suite.project.eval.isolation)
     chosen = host if host is not None else create_host(suite.project.eval.host)
     await chosen.probe()
     _check_pass_env(chosen, options.pass_env)
-    return chosen
+    return chosen, bwrap
 
 
 def _model_notes(host: Host, model: str | None) -> list[Diagnostic]:
@@ -516,7 +525,14 @@ def _positions(
     return positions, _reusable(options.resume, plan, fingerprints, positions)
 
 
-def _meta(suite: Suite, host: Host, plan: Plan, options: RunOptions, digest: str) -> Meta:
+def _meta(
+    suite: Suite,
+    host: Host,
+    plan: Plan,
+    options: RunOptions,
+    digest: str,
+    bwrap: str | None,
+) -> Meta:
     """The run's metadata before it starts (the lifecycle adds the end)."""
     assert suite.native is not None
     config = suite.project.eval
@@ -533,6 +549,7 @@ def _meta(suite: Suite, host: Host, plan: Plan, options: RunOptions, digest: str
         plan_digest=digest,
         shard=str(options.shard) if options.shard is not None else None,
         resumed_from=display_path(options.resume) if options.resume is not None else None,
+        isolation="os" if bwrap is not None else None,
     )
 
 
@@ -580,9 +597,15 @@ def _engine(
     reused: Mapping[int, TrialResult],
     run: ActiveRun,
     watch: ProjectWatch,
+    bwrap: str | None,
 ) -> Engine:
-    """The engine of one run, reporting to ``progress``, refusing trials whose inputs changed."""
+    """The engine of one run, reporting to ``progress``, refusing trials whose inputs changed.
+
+    ``bwrap`` is the proven bubblewrap for ``--isolation os`` (``None``: ``none``).
+    """
     assert suite.native is not None
+    allow = suite.project.eval.network.allow
+    isolation = IsolationSettings.build(bwrap, host.name, allow) if bwrap is not None else None
     return Engine(
         plan=plan,
         host=host,
@@ -596,6 +619,7 @@ def _engine(
             retry_infra=options.retry_infra,
             project_root=suite.project.root,
             run_files=run.files,
+            isolation=isolation,
         ),
         emit=progress.emit,
         on_trial=progress.trial_done,
@@ -715,7 +739,7 @@ async def _execute_run(
     await _announce(on_event, notices)
     config = suite.project.eval
     budget, settings = await _budget(suite, options)
-    runner_host = await _ready_host(host, suite, options)
+    runner_host, bwrap = await _ready_host(host, suite, options)
     notices.extend(await _announce(on_event, _model_notes(runner_host, config.model)))
     plan = make_plan(selected, budget)
     watch = watch_run_inputs(suite.project.root, plan.scenarios, suite.native)
@@ -757,7 +781,7 @@ async def _execute_run(
         async with run_lifecycle(
             project_root=suite.project.root,
             out=options.out,
-            meta=_meta(suite, runner_host, plan, options, digest),
+            meta=_meta(suite, runner_host, plan, options, digest, bwrap),
             keep=options.keep,
             results=lambda stopped: _scenarios(
                 plan, progress, interrupted=stopped, run_files=progress.run_files
@@ -769,7 +793,7 @@ async def _execute_run(
             journal = await _begin(
                 run, progress, options, reused, digest=digest, host=runner_host.name
             )
-            engine = _engine(plan, suite, runner_host, options, progress, reused, run, watch)
+            engine = _engine(plan, suite, runner_host, options, progress, reused, run, watch, bwrap)
             try:
                 started = RunStarted(
                     run.run_id, len(positions), options.jobs, runner_host.name, plan.config
@@ -858,6 +882,7 @@ async def run_eval(
     margin: float | None = None,
     alpha: float | None = None,
     html: bool = True,
+    isolation: str | None = None,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
@@ -887,6 +912,8 @@ async def run_eval(
         margin: adaptive runs: largest change counted as unchanged (default 0.1).
         alpha: adaptive runs: error rate over all looks (default 0.05).
         html: also write ``report.html`` (a self-contained page) beside ``report.json``.
+        isolation: ``"none"`` or ``"os"`` (see docs/isolation.md), overriding
+            ``eval.isolation``; ``os`` fails before any trial when unavailable.
         on_event: called (sync or async) with each progress event.
 
     Raises:
@@ -913,6 +940,7 @@ async def run_eval(
         margin=margin,
         alpha=alpha,
         html=html,
+        isolation=isolation,
     )
     outcome = await execute_run(path, options, host=host, on_event=on_event)
     return outcome.report

@@ -34,7 +34,7 @@ from .fstree import RemovalFailure
 from .gitops import Baseline, GitError, make_baseline
 from .native import NativeOutputs
 from .paths import FORBIDDEN_SEGMENTS, UnsafePathError, resolve_no_follow, split_segments
-from .process import run_process
+from .process import SpawnWrapper, run_process
 from .scenarios import SETUP_TIMEOUT_MS, FileUnchangedCheck, Scenario
 
 __all__ = [
@@ -390,9 +390,9 @@ def _snapshot(root: Path, scenario: Scenario) -> dict[str, str | None]:
     return snapshot
 
 
-async def _run_setup(argv: list[str], root: Path) -> None:
+async def _run_setup(argv: list[str], root: Path, wrap: SpawnWrapper | None) -> None:
     result = await run_process(
-        argv, cwd=root, env=dict(os.environ), timeout_s=SETUP_TIMEOUT_MS / 1000
+        argv, cwd=root, env=dict(os.environ), timeout_s=SETUP_TIMEOUT_MS / 1000, wrap=wrap
     )
     if result.timed_out:
         raise SandboxError(f"setup timed out after {SETUP_TIMEOUT_MS}ms")
@@ -418,6 +418,7 @@ async def trial_sandbox(
     prepare_host: Callable[[Path, Path], None],
     owner: TrialDirs,
     skeleton: Path | None = None,
+    confine_setup: Callable[[Path, Path], SpawnWrapper] | None = None,
 ) -> AsyncIterator[Sandbox]:
     """Assemble a trial's sandbox and yield it; ``owner`` removes it later.
 
@@ -431,6 +432,8 @@ async def trial_sandbox(
         owner: the :func:`trial_dirs` scope that removes the trial directory (it is
             registered as soon as it exists, so a failed assembly is removed too).
         skeleton: an empty repository to copy instead of running ``git init``.
+        confine_setup: called with the sandbox root and state directory; returns
+            the wrapper that confines ``setup`` (``--isolation os``).
 
     Raises:
         SandboxError: assembly failed (the trial is an ``infra-error``).
@@ -444,7 +447,8 @@ async def trial_sandbox(
         await anyio.to_thread.run_sync(_assemble_files, scenario, native, root, state)
         prepare_host(root, state)
         if scenario.document.task.setup:
-            await _run_setup(list(scenario.document.task.setup), root)
+            wrap = confine_setup(root, state) if confine_setup is not None else None
+            await _run_setup(list(scenario.document.task.setup), root, wrap)
         snapshot = await anyio.to_thread.run_sync(_snapshot, root, scenario)
         baseline = await make_baseline(root, git_dir, skeleton=skeleton)
     except GitError as exc:

@@ -41,6 +41,8 @@ from .diagnostics import Diagnostic, DiagnosticError, error
 from .engine import Engine, EngineOptions
 from .events import ProgressEvent
 from .hosts.base import SessionEnd, SessionUsage, TrialContext
+from .isolation.preflight import preflight_isolation
+from .isolation.trial import IsolationSettings
 from .lifecycle import cleanup_warning, run_lifecycle
 from .paths import UnsafePathError
 from .plan import Plan, PlannedTrial, resolve_budget
@@ -410,6 +412,7 @@ async def run_selftest(
     out: Path | str | None = None,
     keep: bool = False,
     on_trial: TrialCallback | None = None,
+    isolation: str | None = None,
 ) -> SelftestOutcome:
     """Selftest the suite of the project at ``path`` and publish the report.
 
@@ -423,6 +426,8 @@ async def run_selftest(
         keep: keep the trial sandboxes (their paths are recorded in the report).
         on_trial: called (sync or async) with the scenario name, the agent and the
             trial's result as each trial finishes.
+        isolation: ``"none"`` or ``"os"``, overriding ``eval.isolation``: ``os``
+            confines setup and command checks (docs/isolation.md).
 
     Returns:
         The analysis, the report and their paths; ``exit_code`` is 0 when the suite
@@ -431,11 +436,16 @@ async def run_selftest(
 
     Raises:
         DiagnosticError: validation failed (exit 2) or the report could not be
-            written (exit 3).
+            written (exit 3) or ``os`` isolation is unavailable (3).
     """
     job_count, solutions_dir = _check_options(jobs, solutions)
+    if isolation not in (None, "none", "os"):
+        raise DiagnosticError(
+            [error("invalid-option", f"--isolation must be none or os, got {isolation}")]
+        )
     suite = load_suite(path, scenario_filter=list(scenarios))
     assert suite.native is not None
+    bwrap = await preflight_isolation(isolation or suite.project.eval.isolation)
     found = find_solutions(suite, solutions_dir)
     plan, roles = _plan(suite, found.found)
     host = SelftestHost(roles)
@@ -449,6 +459,7 @@ async def run_selftest(
         started_at=utc_timestamp(),
         jobs=job_count,
         manifest_digest=suite.native.digest,
+        isolation="os" if bwrap is not None else None,
     )
     results: dict[int, TrialResult] = {}
 
@@ -480,7 +491,16 @@ async def run_selftest(
             host=host,
             native=suite.native,
             run_root=run.run_root,
-            options=EngineOptions(jobs=job_count, keep=keep, run_files=run.files),
+            options=EngineOptions(
+                jobs=job_count,
+                keep=keep,
+                run_files=run.files,
+                isolation=IsolationSettings.build(
+                    bwrap, host.name, suite.project.eval.network.allow
+                )
+                if bwrap is not None
+                else None,
+            ),
             emit=ignore,
             on_trial=record,
             cleanup_failures=run.cleanup_failures,

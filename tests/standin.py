@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,8 +79,11 @@ class StandinHost:
                     cost += float(part["cost"])
                     usage.observe_cost(cost)
 
+        # A private copy: under --isolation os the test tree is not visible to the session.
+        script = context.state_dir / SCRIPT.name
+        shutil.copyfile(SCRIPT, script)
         result = await run_json_stream(
-            [sys.executable, str(SCRIPT)],
+            [sys.executable, str(script)],
             cwd=context.sandbox,
             env=env,
             on_event=on_event,

@@ -39,6 +39,29 @@ Actions (each a one-key object, or with extra keys as noted):
                                         RNG seeded by S and the trial index (env
                                         ATLANTE_STANDIN_TRIAL): fixed and reproducible;
                                         P may be "env:NAME" (read from that variable)
+  {"attack": NAME, "args": [...]}       try an isolation breach (below); write its outcome
+                                        as one JSON line to attack-NAME.json and stdout
+  {"wait_fifo": PATH}                   create a FIFO at PATH and block until a writer opens it
+
+Isolation attacks (docs/isolation.md), also runnable from a setup or command check
+as ``python standin_host.py --attack NAME ARGS...`` (prints the outcome line and writes
+attack-NAME.json). Each
+outcome is ``{"attack": NAME, "breached": BOOL, "detail": TEXT}``; an attack never
+fails the process, so the trial's verdict stays the task's.
+  read PATH                  read a file outside the sandbox (breached: read it)
+  write PATH TEXT            append TEXT to a file outside the sandbox
+  siblings TEXT              write solved.txt (TEXT) into every other trial's sandbox
+                             found beside this one (../*/project)
+  kill PID                   SIGKILL a process outside
+  ptrace PID                 PTRACE_ATTACH to a process outside (then detach)
+  connect HOST PORT          resolve HOST and connect to HOST:PORT directly, then through
+                             $HTTPS_PROXY with CONNECT (breached: either got through)
+  daemon TOKEN               leave a setsid daemon with a scrubbed environment running
+                             ``sleep`` with TOKEN in its command line
+  proc PATH TEXT             append TEXT to the absolute PATH through /proc/1/root and
+                             through /proc/<each ancestor>/cwd (PATH relative to that cwd)
+  symlink TARGET             plant a symlink to TARGET in the sandbox and read through it
+  fetch URL                  GET URL with urllib (which honours HTTP_PROXY)
 """
 
 from __future__ import annotations
@@ -51,6 +74,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -162,6 +186,16 @@ def perform(action: dict[str, object]) -> int | None:  # noqa: C901, PLR0915 - o
     elif "exit" in action:
         sys.stdout.flush()
         return int(str(action["exit"]))
+    elif "attack" in action:
+        name = str(action["attack"])
+        outcome = json.dumps(attack(name, [str(a) for a in action.get("args", [])]))  # type: ignore[attr-defined]
+        Path(f"attack-{name}.json").write_text(outcome + "\n", encoding="utf-8")
+        sys.stderr.write(outcome + "\n")
+    elif "wait_fifo" in action:
+        fifo = str(action["wait_fifo"])
+        os.mkfifo(fifo)
+        with open(fifo, "rb") as gate:
+            gate.read()
     return None
 
 
@@ -185,6 +219,148 @@ def newest_run() -> str:
     """The newest run directory's name under the project's .atlante/eval."""
     base = find_project() / ".atlante" / "eval"
     return max((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime).name
+
+
+def attack(name: str, args: list[str]) -> dict[str, object]:
+    """Try the isolation breach ``name``; return whether it got through and how."""
+    try:
+        breached, detail = ATTACKS[name](*args)
+    except Exception as exc:  # noqa: BLE001 - a refused breach is the expected outcome
+        breached, detail = False, f"{type(exc).__name__}: {exc}"
+    return {"attack": name, "breached": breached, "detail": detail}
+
+
+def _read(path: str) -> tuple[bool, str]:
+    return True, Path(path).read_text(encoding="utf-8")
+
+
+def _write(path: str, text: str) -> tuple[bool, str]:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+    return True, f"appended to {path}"
+
+
+def _siblings(text: str) -> tuple[bool, str]:
+    mine = Path.cwd().resolve()
+    written = []
+    for other in sorted(mine.parent.parent.glob("*/project")):
+        if other.resolve() != mine:
+            (other / "solved.txt").write_text(text, encoding="utf-8")
+            written.append(str(other))
+    return bool(written), f"wrote into {written}"
+
+
+def _kill(pid: str) -> tuple[bool, str]:
+    os.kill(int(pid), signal.SIGKILL)
+    return True, f"killed {pid}"
+
+
+def _ptrace(pid: str) -> tuple[bool, str]:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    attach, detach = 16, 17
+    if libc.ptrace(attach, int(pid), None, None) != 0:
+        return False, f"PTRACE_ATTACH failed: {os.strerror(ctypes.get_errno())}"
+    os.waitpid(int(pid), 0)
+    libc.ptrace(detach, int(pid), None, None)
+    return True, f"attached to {pid}"
+
+
+def _connect(host: str, port: str) -> tuple[bool, str]:
+    import socket
+
+    details = []
+    try:
+        address = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+        with socket.create_connection((str(address[0]), int(address[1])), timeout=10) as conn:
+            conn.sendall(b"direct\n")
+        return True, f"connected directly to {address}"
+    except OSError as exc:
+        details.append(f"direct: {exc}")
+    proxy = os.environ.get("HTTPS_PROXY")
+    if proxy:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(proxy)
+        with socket.create_connection((parts.hostname, parts.port or 80), timeout=10) as conn:
+            conn.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            reply = conn.recv(4096).decode("latin-1")
+            if reply.startswith("HTTP/1.1 200"):
+                conn.sendall(b"proxied\n")
+                return True, "connected through the proxy"
+            details.append(f"proxy: {reply.splitlines()[0] if reply else 'closed'}")
+    return False, "; ".join(details)
+
+
+def _daemon(token: str) -> tuple[bool, str]:
+    ready_read, ready_write = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.write(ready_write, b"x")
+            clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            # A shell that stays (TOKEN is its $0) so the test can find the daemon.
+            os.execve("/bin/sh", ["/bin/sh", "-c", "sleep 600; :", token], clean)  # noqa: S606
+        os._exit(0)
+    os.close(ready_write)
+    os.read(ready_read, 1)
+    os.close(ready_read)
+    return True, "daemon started"
+
+
+def _proc(path: str, text: str) -> tuple[bool, str]:
+    reached = []
+    try:
+        _write(f"/proc/1/root{path}", text)
+        reached.append("/proc/1/root")
+    except OSError:
+        pass
+    pid = os.getppid()
+    while pid > 1:
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            relative = os.path.relpath(path, cwd)
+            if not relative.startswith(".."):
+                _write(f"/proc/{pid}/cwd/{relative}", text)
+                reached.append(f"/proc/{pid}/cwd")
+            stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            break
+    return bool(reached), f"reached {path} through {reached}"
+
+
+def _symlink(target: str) -> tuple[bool, str]:
+    link = Path("planted-link")
+    link.unlink(missing_ok=True)
+    link.symlink_to(target)
+    return True, link.read_text(encoding="utf-8")
+
+
+def _fetch(url: str) -> tuple[bool, str]:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=30) as response:  # noqa: S310 - test URL
+        return response.status == 200, response.read().decode("utf-8", "replace")
+
+
+ATTACKS: dict[str, Callable[..., tuple[bool, str]]] = {
+    "fetch": _fetch,
+    "read": _read,
+    "write": _write,
+    "siblings": _siblings,
+    "kill": _kill,
+    "ptrace": _ptrace,
+    "connect": _connect,
+    "daemon": _daemon,
+    "proc": _proc,
+    "symlink": _symlink,
+}
 
 
 def daemon(seconds: float) -> None:
@@ -219,4 +395,9 @@ def flood(count: int, *, newlines: bool) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--attack"]:
+        outcome = json.dumps(attack(sys.argv[2], sys.argv[3:]))
+        Path(f"attack-{sys.argv[2]}.json").write_text(outcome + "\n", encoding="utf-8")
+        print(outcome)
+        sys.exit(0)
     sys.exit(main())

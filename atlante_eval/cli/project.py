@@ -44,7 +44,8 @@ def validate(
         bool,
         typer.Option(
             "--probe",
-            help="Also probe the host: its version and the credentials it would use.",
+            help="Also probe the host (its version and the credentials it would use) and, "
+            "when eval.isolation is os, that OS isolation works here.",
         ),
     ] = False,
 ) -> None:
@@ -84,6 +85,9 @@ def _validated(path: Path | None, *, probe: bool) -> tuple[Suite, Host | None]:
     config = suite.project.eval
     host: Host | None = None
     if probe:
+        from ..isolation.preflight import preflight_isolation
+
+        anyio.run(preflight_isolation, config.isolation)
         host = create_host(config.host)
         anyio.run(_probe_interruptibly, host, config.host)
     found = model_diagnostics(config.host, config.model, getattr(host, "dialect", None))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..choices import LogFormat
+from ..choices import Isolation, LogFormat
 from ..terminal import printable, use_color
 from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
 
@@ -182,6 +182,15 @@ def run(
         bool,
         typer.Option("--no-html", help="Do not write report.html beside report.json."),
     ] = False,
+    isolation: Annotated[
+        Isolation | None,
+        typer.Option(
+            "--isolation",
+            help="Contain each trial: none (tool policy only) or os (namespaces and a "
+            "network allow list; Linux, bubblewrap). Default: eval.isolation, else none.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run every selected scenario's trials on the configured host and publish the report.
 
@@ -220,6 +229,7 @@ def run(
             margin=fraction("--margin", margin, high=1.0),
             alpha=fraction("--alpha", alpha, high=1.0, closed=False),
             html=not no_html,
+            isolation=isolation,
         )
         check_output_paths({"--junit": junit}, {"--out": out})
         return anyio.run(_run_async, path, options, as_json, junit)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..choices import DEFAULT_SELFTEST_JOBS
+from ..choices import DEFAULT_SELFTEST_JOBS, Isolation
 from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
 
 if TYPE_CHECKING:
@@ -158,6 +158,15 @@ def selftest(
             show_default=False,
         ),
     ] = None,
+    isolation: Annotated[
+        Isolation | None,
+        typer.Option(
+            "--isolation",
+            help="Contain setup and command checks: none or os (Linux, bubblewrap). "
+            "Default: eval.isolation, else none.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Prove the suite sound without a model, host or credentials.
 
@@ -187,6 +196,7 @@ def selftest(
                 out=out,
                 keep=keep,
                 on_trial=_progress,
+                isolation=isolation,
             )
         )
         result = outcome.result

@@ -34,6 +34,7 @@ from typing import Any
 import anyio
 import pytest
 from factory import CheckDoc, make_project, scenario
+from isolationkit import require_bwrap
 
 from atlante_eval.report import RunReport, TrialResult
 from atlante_eval.runner import run_eval
@@ -54,6 +55,9 @@ from .mock_model import (
 pytestmark = pytest.mark.realhost
 
 HOSTS = ("claude-code", "opencode")
+#: Each host runs both suites without and with OS isolation (docs/isolation.md): under
+#: ``os`` the mock is reachable because the session's env names it, and nothing else is.
+CASES = [(host, isolation) for host in HOSTS for isolation in ("none", "os")]
 MARKER_VAR = "ATLANTE_TEST_RUN_MARKER"
 PROMPT = (
     "-p --dash first \"double\" 'single' $HOME `tick` ünïcödé ✓\n\tsecond line [script:pair]  \n"
@@ -179,6 +183,7 @@ class HostRun:
     pair_sandboxes: list[Path]
     mock: MockModelServer
     marker: str
+    isolation: str = "none"
 
     def trial(self, name: str) -> TrialResult:
         """Return the single trial of main-run scenario ``name``."""
@@ -218,8 +223,14 @@ def _environment(
     return variables, pass_env
 
 
-def _run(project: Path, out: Path, pass_env: list[str], *, keep: bool = False) -> RunReport:
-    return anyio.run(lambda: run_eval(project, jobs=2, out=out, pass_env=pass_env, keep=keep))
+def _run(
+    project: Path, out: Path, pass_env: list[str], *, isolation: str, keep: bool = False
+) -> RunReport:
+    return anyio.run(
+        lambda: run_eval(
+            project, jobs=2, out=out, pass_env=pass_env, keep=keep, isolation=isolation
+        )
+    )
 
 
 def _env_file(path: Path) -> dict[str, str]:
@@ -231,14 +242,16 @@ def _env_file(path: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module", params=HOSTS)
+@pytest.fixture(scope="module", params=CASES, ids=[f"{h}-{i}" for h, i in CASES])
 def host_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[HostRun]:
     """Run both suites on one real host against a fresh mock; yield what happened."""
-    host: str = request.param
+    host, isolation = request.param
     bin_dir = require_hosts()
-    tmp = tmp_path_factory.mktemp(host)
+    if isolation == "os":
+        require_bwrap()
+    tmp = tmp_path_factory.mktemp(f"{host}-{isolation}")
     marker = uuid.uuid4().hex
     model = "mock-model" if host == "claude-code" else "mock/mock-model"
     fixtures = {"eval/fixtures/app": {"README.md": "hi\n", "sub/keep.txt": "keep\n"}}
@@ -254,7 +267,7 @@ def host_run(
         main_project = make_project(
             tmp / "main", host=host, scenarios=scenarios(host), fixtures=fixtures, eval_extra=config
         )
-        main = _run(main_project, tmp / "main-out", pass_env)
+        main = _run(main_project, tmp / "main-out", pass_env, isolation=isolation)
         main_leftovers = leftovers(marker)
         pair_project = make_project(
             tmp / "pair",
@@ -263,7 +276,7 @@ def host_run(
             fixtures=fixtures,
             eval_extra={**config, "budget": {**config["budget"], "trials": 2}},
         )
-        pair = _run(pair_project, tmp / "pair-out", pass_env, keep=True)
+        pair = _run(pair_project, tmp / "pair-out", pass_env, isolation=isolation, keep=True)
         pair_leftovers = leftovers(marker)
         sandboxes = [
             Path(t.sandbox) / "project" for t in pair.scenarios["pair"].trials if t.sandbox
@@ -281,6 +294,7 @@ def host_run(
                 pair_sandboxes=sandboxes,
                 mock=mock,
                 marker=marker,
+                isolation=isolation,
             )
         finally:
             if pair.meta.run_root:
@@ -427,6 +441,16 @@ def test_destructive_command_is_denied_by_the_policy(host_run: HostRun) -> None:
         [denial] = trial.host_evidence["permissionDenials"]
         assert denial["tool"] == "Bash"
         assert "rm -rf sub" in denial["input"]
+
+
+def test_isolation_is_recorded_and_nothing_was_denied(host_run: HostRun) -> None:
+    """Under os the report says so, and no trial tried a destination other than the mock."""
+    reports = (host_run.main, host_run.pair)
+    expected = "os" if host_run.isolation == "os" else None
+    assert [r.meta.isolation for r in reports] == [expected, expected]
+    for report in reports:
+        for trial in report.all_trials():
+            assert trial.denied is None, (trial.i, trial.denied)
 
 
 def test_no_process_is_left_behind(host_run: HostRun) -> None:

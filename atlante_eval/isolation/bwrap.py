@@ -1,0 +1,322 @@
+"""Build the bubblewrap command line that confines one process tree.
+
+The confined tree gets new user, mount, PID, IPC, UTS, cgroup and network
+namespaces. Its file system is a fresh root holding only: the system
+directories read-only (``/usr``, the ``/bin``-style links, ``/etc`` without its
+secrets), a private ``/proc``, ``/dev`` and ``/tmp``, the paths a
+:class:`Confinement` makes writable (the trial's sandbox and state directory),
+and read-only the install directory of the program run (so a host CLI installed
+under a home directory or ``node_modules`` still starts). Everything else (the
+user's home, the project, other trials, the rest of ``/tmp``) does not exist
+inside. Every path keeps its absolute name, so configuration written for the
+sandbox stays valid.
+
+With a :class:`NetworkAccess`, the only way out of the empty network namespace
+is a forwarder started inside: it listens on ``127.0.0.1`` (an HTTP proxy port
+and each allowed loopback port) and relays to the engine's filtering proxy
+through a Unix socket bind-mounted in.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "FORWARDER_PORT",
+    "Confinement",
+    "NetworkAccess",
+    "executable_inside",
+    "install_roots",
+]
+
+#: Port of the in-sandbox HTTP proxy (``HTTP_PROXY``/``HTTPS_PROXY``).
+FORWARDER_PORT = 3128
+#: Where the engine's proxy socket appears inside the sandbox.
+_INNER_SOCKET = "/run/atlante/proxy.sock"
+_FORWARDER = Path(__file__).with_name("forwarder.py")
+#: Directories the system is read from, bound read-only when they exist.
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: ``/etc`` entries that hold secrets even a root-run engine must not expose.
+_ETC_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+)
+#: Prefixes already visible read-only: nothing to bind for a program under them.
+_VISIBLE = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/etc/")
+_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
+#: Environment variables pointing at per-user directories; redirected when outside.
+_DIR_VARS = {
+    "HOME": "home",
+    "TMPDIR": "tmp",
+    "XDG_CONFIG_HOME": "config",
+    "XDG_DATA_HOME": "data",
+    "XDG_CACHE_HOME": "cache",
+    "XDG_STATE_HOME": "state",
+    "XDG_RUNTIME_DIR": "run",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkAccess:
+    """How a confined tree reaches the engine's filtering proxy."""
+
+    socket: Path
+    """The proxy's Unix socket on the host."""
+    loopback_ports: tuple[int, ...] = ()
+    """Allowed ``127.0.0.1`` ports, forwarded to the same port on the host."""
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """One phase's confinement: what is writable, readable and reachable."""
+
+    bwrap: str
+    """Absolute path of the ``bwrap`` executable."""
+    state_dir: Path
+    """The trial's private state directory (HOME, TMPDIR... live under it)."""
+    writable: tuple[Path, ...]
+    """Paths bound read-write (the sandbox, the state directory)."""
+    readonly: tuple[Path, ...] = ()
+    """Extra paths bound read-only."""
+    network: NetworkAccess | None = None
+    """``None``: no network at all (only an empty loopback)."""
+    _python: tuple[str, tuple[Path, ...]] = field(default_factory=lambda: _forwarder_python())
+
+    def __call__(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """Return the bubblewrap argv and environment that run ``argv`` confined."""
+        child_env = self._environment(env)
+        program = _resolve(argv[0], env.get("PATH", os.defpath), cwd) if argv else None
+        if program is None or not os.path.exists(program):
+            name = argv[0] if argv else ""
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+        readonly = list(self.readonly)
+        for path in install_roots(program, env):
+            if path not in readonly:
+                readonly.append(path)
+        inner = list(argv)
+        if self.network is not None:
+            python, roots = self._python
+            readonly.extend(r for r in roots if r not in readonly)
+            readonly.append(_FORWARDER)
+            forward = [
+                python,
+                "-I",
+                "-S",
+                str(_FORWARDER),
+                _INNER_SOCKET,
+                str(FORWARDER_PORT),
+                ",".join(str(p) for p in self.network.loopback_ports),
+                "--",
+            ]
+            inner = forward + inner
+        outer = [self.bwrap, *self._namespaces(), *self._mounts(readonly)]
+        if self.network is not None:
+            outer += ["--bind", str(self.network.socket), _INNER_SOCKET]
+        outer += ["--remount-ro", "/", "--chdir", str(cwd), "--"]
+        if os.path.isabs(argv[0]) or "/" not in argv[0]:
+            inner[len(inner) - len(argv)] = executable_inside(program)
+        return outer + inner, child_env
+
+    def _namespaces(self) -> list[str]:
+        return [
+            "--unshare-user",
+            "--disable-userns",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-net",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "atlante-sandbox",
+            "--die-with-parent",
+            "--new-session",
+        ]
+
+    def _mounts(self, readonly: Sequence[Path]) -> list[str]:
+        args: list[str] = []
+        for name in _SYSTEM:
+            if os.path.islink(name):
+                args += ["--symlink", os.readlink(name), name]
+            elif os.path.isdir(name):
+                args += ["--ro-bind", name, name]
+        args += ["--ro-bind", "/etc", "/etc"]
+        for secret in _ETC_SECRETS:
+            if os.path.isdir(secret) and not os.path.islink(secret):
+                args += ["--tmpfs", secret, "--remount-ro", secret]
+            elif os.path.lexists(secret):
+                args += ["--ro-bind", os.devnull, secret]
+        # Mount points inside the new root, not files the engine creates.
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]  # noqa: S108
+        args += ["--tmpfs", "/var", "--dir", "/var/tmp"]  # noqa: S108
+        for path in readonly:
+            if os.path.lexists(path):
+                args += ["--ro-bind", str(path), str(path)]
+        for path in self.writable:
+            args += ["--bind", str(path), str(path)]
+        return args
+
+    def _environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` with per-user directories inside the sandbox and the proxy set (or unset)."""
+        result = dict(env)
+        for name, relative in _DIR_VARS.items():
+            value = result.get(name)
+            if value is None and name not in ("HOME", "TMPDIR"):
+                continue
+            if value is None or not self._is_writable(Path(value)):
+                target = self.state_dir / relative
+                target.mkdir(parents=True, exist_ok=True)
+                result[name] = str(target)
+        for name in _PROXY_VARS:
+            result.pop(name, None)
+        if self.network is not None:
+            proxy = f"http://127.0.0.1:{FORWARDER_PORT}"
+            for name in _PROXY_VARS[:4]:
+                result[name] = proxy
+            result["NO_PROXY"] = result["no_proxy"] = "localhost,127.0.0.1,::1"
+        return result
+
+    def _is_writable(self, path: Path) -> bool:
+        resolved = Path(os.path.abspath(path))
+        return any(resolved == w or resolved.is_relative_to(w) for w in self.writable)
+
+
+def _resolve(program: str, search: str, cwd: Path | None = None) -> str | None:
+    """The absolute path of ``program`` (looked up on ``search`` unless it has a slash)."""
+    if "/" in program:
+        return os.path.abspath(os.path.join(cwd or os.getcwd(), program))
+    return shutil.which(program, path=search)
+
+
+def _is_visible(path: str) -> bool:
+    return any(path.startswith(prefix) for prefix in _VISIBLE)
+
+
+def _venv_of(path: str) -> Path | None:
+    """The virtual environment ``path`` is a program of (``bin/`` beside ``pyvenv.cfg``)."""
+    parent = Path(path).parent
+    if parent.name == "bin" and (parent.parent / "pyvenv.cfg").exists():
+        return parent.parent
+    return None
+
+
+def _root_of(real: str) -> Path:
+    """The install directory that must be visible for the (resolved) program ``real`` to run.
+
+    The outermost ``node_modules`` (a package and its siblings: platform binaries);
+    a Python installation for a ``python*`` executable in ``bin/`` beside
+    ``lib/python3*``; else the program's own directory only (so a binary under
+    ``~/.local/share/...`` exposes its version directory, not the home).
+    """
+    parts = Path(real).parts
+    if "node_modules" in parts:
+        return Path(*parts[: parts.index("node_modules") + 1])
+    parent = Path(real).parent
+    if (
+        parent.name == "bin"
+        and Path(real).name.startswith("python")
+        and any(parent.parent.glob("lib/python3*"))
+    ):
+        return parent.parent
+    return parent
+
+
+def executable_inside(program: str) -> str:
+    """The path to execute inside: the name as given for a venv or ``node_modules``
+    program (their layout matters), else the resolved file (its directory alone is
+    bound, so a link elsewhere, e.g. ``~/.local/bin/claude``, would not resolve)."""
+    if _is_visible(program) or _venv_of(program) is not None:
+        return program
+    if "node_modules" in Path(program).parts:
+        return program
+    return os.path.realpath(program)
+
+
+def _interpreter(real: str, env: Mapping[str, str]) -> str | None:
+    """The interpreter named by the ``#!`` line of ``real``, resolved on PATH for ``env``."""
+    try:
+        with open(real, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env":
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        return _resolve(rest[0], env.get("PATH", os.defpath)) if rest else None
+    return words[0]
+
+
+def install_roots(program: str, env: Mapping[str, str]) -> list[Path]:
+    """Paths to bind read-only so ``program`` (and its ``#!`` interpreter) can run.
+
+    For each of the program, its ``#!`` interpreter and a virtual environment's
+    base interpreter: the environment itself when the name is a venv program, and
+    the install directory of the resolved file (:func:`_root_of`) unless it is a
+    system path already visible.
+    """
+    roots: list[Path] = []
+
+    def add(root: Path) -> None:
+        if root not in roots:
+            roots.append(root)
+
+    pending = [program]
+    for _ in range(4):
+        if not pending:
+            break
+        name = pending.pop()
+        real = os.path.realpath(name)
+        venv = _venv_of(name)
+        if venv is not None:
+            add(venv)
+            pending.extend(_venv_base(Path(name)))
+        elif "node_modules" in Path(name).parts:
+            add(_root_of(name))
+        if not _is_visible(real):
+            add(_root_of(real))
+        interpreter = _interpreter(real, env)
+        if interpreter and interpreter != real:
+            pending.append(interpreter)
+    return roots
+
+
+def _venv_base(program: Path) -> list[str]:
+    """The base interpreter of the virtual environment ``program`` belongs to."""
+    config = program.parent.parent / "pyvenv.cfg"
+    try:
+        lines = config.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            return [str(Path(value.strip()) / "python3")]
+    return []
+
+
+def _forwarder_python() -> tuple[str, tuple[Path, ...]]:
+    """The interpreter that runs the forwarder inside, and what must be bound for it."""
+    for candidate in ("/usr/bin/python3", "/bin/python3"):
+        if os.access(candidate, os.X_OK):
+            return candidate, ()
+    base = Path(os.path.realpath(sys.base_prefix))
+    real = os.path.realpath(sys.executable)
+    return real, (base,) if not _is_visible(str(base) + "/") else ()

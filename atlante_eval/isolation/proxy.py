@@ -1,0 +1,147 @@
+"""The filtering proxy a confined tree reaches the network through.
+
+An HTTP proxy on a Unix socket: ``CONNECT host:port`` opens a tunnel, an
+absolute-form request (``GET http://host:port/path``) is relayed to its origin.
+Only destinations on the allow list are dialled; every other one is answered
+``403`` and recorded in :attr:`FilterProxy.denied`. Names are resolved here, by
+the engine, never inside the sandbox (which has no resolver it could reach).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ..logs import get_logger
+from .endpoints import Endpoint, EndpointError, parse_endpoint
+
+__all__ = ["FilterProxy", "serve_proxy"]
+
+log = get_logger("atlante_eval.isolation.proxy")
+
+_MAX_HEAD = 16 * 1024
+_DIAL_TIMEOUT_S = 30.0
+_CHUNK = 65536
+
+
+class FilterProxy:
+    """The allow list of one proxy and what it refused."""
+
+    def __init__(self, allow: Iterable[Endpoint]) -> None:
+        self.allow = frozenset(allow)
+        self.denied: dict[str, int] = {}
+        """Refused destinations (``host:port``) and how often each was asked for."""
+
+    def permits(self, endpoint: Endpoint) -> bool:
+        """Whether ``endpoint`` is on the allow list (``localhost`` counts as 127.0.0.1)."""
+        if endpoint in self.allow:
+            return True
+        if endpoint.host == "localhost":
+            return Endpoint("127.0.0.1", endpoint.port) in self.allow
+        return False
+
+    def _deny(self, target: str) -> None:
+        self.denied[target] = self.denied.get(target, 0) + 1
+
+    async def handle(self, client: anyio.abc.ByteStream) -> None:
+        """Serve one client connection; its failure never reaches the trial."""
+        try:
+            await self._serve(client)
+        except Exception:
+            log.debug("proxy.connection_failed", exc_info=True)
+
+    async def _serve(self, client: anyio.abc.ByteStream) -> None:
+        async with client:
+            reader = BufferedByteReceiveStream(client)
+            try:
+                head = await reader.receive_until(b"\r\n\r\n", _MAX_HEAD)
+            except (anyio.IncompleteRead, anyio.DelimiterNotFound, anyio.EndOfStream):
+                return
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
+            request_line, _, rest = head.partition(b"\r\n")
+            words = request_line.decode("latin-1").split(" ")
+            if len(words) != 3:
+                await _reply(client, 400, "Bad Request")
+                return
+            method, target, version = words
+            connect = method.upper() == "CONNECT"
+            try:
+                endpoint = parse_endpoint(target if connect else target.split("?", 1)[0])
+            except EndpointError:
+                await _reply(client, 400, "Bad Request")
+                return
+            if not connect and "://" not in target:
+                await _reply(client, 400, "Bad Request")
+                return
+            if not self.permits(endpoint):
+                self._deny(str(endpoint))
+                await _reply(client, 403, "Forbidden by atlante-eval isolation")
+                return
+            try:
+                with anyio.fail_after(_DIAL_TIMEOUT_S):
+                    upstream = await anyio.connect_tcp(endpoint.host, endpoint.port)
+            except (OSError, TimeoutError):
+                await _reply(client, 502, "Bad Gateway")
+                return
+            async with upstream:
+                if connect:
+                    await client.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                else:
+                    lines = [_origin_form(method, target, version)] + ([rest] if rest else [])
+                    await upstream.send(b"\r\n".join(lines) + b"\r\n\r\n")
+                pending = reader.buffer
+                if pending:
+                    await upstream.send(bytes(pending))
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_relay, client, upstream)
+                    group.start_soon(_relay, upstream, client)
+
+
+def _origin_form(method: str, target: str, version: str) -> bytes:
+    after_scheme = target.split("://", 1)[1]
+    slash = after_scheme.find("/")
+    path = after_scheme[slash:] if slash >= 0 else "/"
+    return f"{method} {path} {version}".encode("latin-1")
+
+
+async def _reply(client: anyio.abc.ByteStream, status: int, reason: str) -> None:
+    body = f"{status} {reason}\n".encode()
+    with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await client.send(
+            f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n".encode()
+            + body
+        )
+
+
+async def _relay(source: anyio.abc.ByteStream, target: anyio.abc.ByteStream) -> None:
+    try:
+        while True:
+            data = await source.receive(_CHUNK)
+            await target.send(data)
+    except (anyio.EndOfStream, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass
+    finally:
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await target.send_eof()
+
+
+@contextlib.asynccontextmanager
+async def serve_proxy(proxy: FilterProxy, socket_path: Path) -> AsyncIterator[FilterProxy]:
+    """Serve ``proxy`` on a new Unix socket at ``socket_path`` until the block ends."""
+    listener = await anyio.create_unix_listener(socket_path)
+    await anyio.Path(socket_path).chmod(0o600)
+    async with anyio.create_task_group() as group:
+        group.start_soon(listener.serve, proxy.handle)
+        try:
+            yield proxy
+        finally:
+            group.cancel_scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await listener.aclose()
