@@ -286,9 +286,19 @@ def locate_run(
         return file
     base = _project_base(project, out)
     runs = sorted((p for p in base.iterdir() if p.is_dir()), reverse=True) if base.is_dir() else []
+    selftests = []
     for directory in runs:
         if _is_real_run(directory / REPORT_FILE):
             return directory / REPORT_FILE
+        if (directory / "selftest.json").exists():
+            selftests.append(directory)
+    if selftests:
+        raise _not_found(
+            f"no run report found under {base}: only selftest runs "
+            f"({len(selftests)}), which show leaves out unless named",
+            str(base),
+            f"run `atlante-eval run` first, or name a run: `atlante-eval show {selftests[0]}`",
+        )
     raise _not_found(
         f"no run report found under {base}",
         str(base),

@@ -269,3 +269,15 @@ def test_no_run_yet_exits_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "error [report-unreadable]: no run report found under" in result.stderr
     assert "next: run `atlante-eval run` first" in result.stderr
+
+
+def test_only_selftest_runs_names_the_one_to_show(tmp_path: Path) -> None:
+    """With only selftest runs, show says it left them out and how to name one."""
+    root = make_project(tmp_path / "selftested")
+    selftest = root / ".atlante" / "eval" / "2026-01-01T00-00-00-abcd"
+    selftest.mkdir(parents=True)
+    (selftest / "selftest.json").write_text("{}")
+    result = show(cwd=root)
+    assert result.returncode == 2
+    assert "only selftest runs (1), which show leaves out unless named" in result.stderr
+    assert f"atlante-eval show {selftest}" in result.stderr
