@@ -20,6 +20,7 @@ anything is parsed or stored.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
@@ -227,11 +228,26 @@ class TranscriptWriter:
         self.close()
 
     def close(self) -> None:
-        """Write the truncation markers, if any, and close both files."""
+        """Write the truncation markers, if any, and close both files.
+
+        Every file is closed even when an earlier one fails (a full disk, say);
+        the first failure is raised after all are closed.
+        """
         if self._closed:
             return
         self._closed = True
-        if self._file is not None:
+        with contextlib.ExitStack() as stack:
+            # Run last to first: each compressed stream closes before the file under it.
+            stack.callback(self._files.close)
+            if self._raw_file is not None:
+                stack.callback(self._raw_file.close)
+            if self._raw is not None:
+                stack.callback(self._close_raw, self._raw)
+            if self._file is not None:
+                stack.callback(self._close_transcript, self._file)
+
+    def _close_transcript(self, file: IO[str]) -> None:
+        try:
             if self._dropped:
                 self._put(
                     TruncatedEntry(
@@ -242,15 +258,16 @@ class TranscriptWriter:
                         unit="entries",
                     )
                 )
-            self._file.close()
-        if self._raw is not None:
+        finally:
+            file.close()
+
+    def _close_raw(self, raw: gzip.GzipFile) -> None:
+        try:
             if self._raw_dropped:
                 marker = {"atlante": "truncated", "dropped": self._raw_dropped, "unit": "bytes"}
-                self._raw.write((_json(marker) + "\n").encode("utf-8"))
-            self._raw.close()
-        if self._raw_file is not None:
-            self._raw_file.close()
-        self._files.close()
+                raw.write((_json(marker) + "\n").encode("utf-8"))
+        finally:
+            raw.close()
 
     # -- what the engine reads -------------------------------------------------------
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
+import io
 import json
 from pathlib import Path
+
+import pytest
 
 from atlante_eval.run_files import RunFiles
 from atlante_eval.transcript import (
@@ -130,3 +134,27 @@ def test_a_broken_normalizer_becomes_a_raw_entry(tmp_path: Path) -> None:
     [_, raw] = load_transcript(writer.path)
     assert isinstance(raw, RawEntry)
     assert raw.event == {"normalizerError": "RuntimeError: bug", "event": {"type": "text"}}
+
+
+class _FullDisk(io.BytesIO):
+    """A file whose every flush fails as on a full disk."""
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_close_closes_every_file_even_when_the_disk_is_full(tmp_path: Path) -> None:
+    """A failing flush is raised, but the raw stream and the directory are closed too."""
+    writer = _writer(tmp_path).open()
+    writer.write(TextEntry(text="x"))
+    assert writer._file is not None
+    assert writer._raw_file is not None
+    writer._file.close()
+    writer._file = io.TextIOWrapper(_FullDisk(), encoding="utf-8")
+    raw_file = writer._raw_file
+    with pytest.raises(OSError, match="No space left"):
+        writer.close()
+    assert raw_file.closed
+    assert writer._raw is not None
+    assert writer._raw.fileobj is None
+    assert writer._files._fd == -1
