@@ -19,7 +19,7 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
@@ -76,9 +76,10 @@ class _Entry(BaseModel):
         extra="ignore",
         alias_generator=to_camel,
         populate_by_name=True,
-        use_attribute_docstrings=True,
         ser_json_inf_nan="null",
     )
+    __field_docs__: ClassVar[bool] = True
+    """Field docstrings are read when a JSON Schema is generated (:mod:`.fielddocs`)."""
 
     t: int = 0
     """Milliseconds since the session started, when the line arrived."""
