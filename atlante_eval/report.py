@@ -76,6 +76,7 @@ class OutputModel(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         ser_json_inf_nan="null",
+        defer_build=True,
     )
     __field_docs__: ClassVar[bool] = True
     """Field docstrings are read when a JSON Schema is generated (:mod:`.fielddocs`)."""

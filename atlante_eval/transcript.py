@@ -14,6 +14,7 @@ newer engine, which may carry extra fields, still loads.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import stat
@@ -77,6 +78,7 @@ class _Entry(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         ser_json_inf_nan="null",
+        defer_build=True,
     )
     __field_docs__: ClassVar[bool] = True
     """Field docstrings are read when a JSON Schema is generated (:mod:`.fielddocs`)."""
@@ -249,13 +251,17 @@ TranscriptEntry = Annotated[
 ]
 """One transcript line; ``kind`` says which model it is."""
 
-_ADAPTER: TypeAdapter[TranscriptEntry] = TypeAdapter(TranscriptEntry)
+
+@functools.cache
+def _adapter() -> TypeAdapter[TranscriptEntry]:
+    """Build the entry validator the first time an entry is parsed, not at import."""
+    return TypeAdapter(TranscriptEntry)
 
 
 def parse_entry(value: object) -> TranscriptEntry:
     """Return the entry a decoded line holds; anything unreadable becomes a :class:`RawEntry`."""
     try:
-        return _ADAPTER.validate_python(value)
+        return _adapter().validate_python(value)
     except ValidationError:
         t = value.get("t") if isinstance(value, dict) else None
         return RawEntry(t=t if isinstance(t, int) and not isinstance(t, bool) else 0, event=value)
