@@ -14,7 +14,8 @@ import textwrap
 from atlante_eval.choices import SCHEMA_KINDS
 
 #: Modules ``atlante-eval run`` must not import before its first session: adaptive
-#: runs, comparison and its renderers, other report formats, the terminal library.
+#: runs, comparison and its renderers, other report formats (HTML and its templates),
+#: the terminal library.
 _DEFERRED = (
     "atlante_eval.adaptive",
     "atlante_eval.adaptive_render",
@@ -28,6 +29,9 @@ _DEFERRED = (
     "atlante_eval.schemas",
     "atlante_eval.fielddocs",
     "atlante_eval.selftest",
+    "atlante_eval.html",
+    "jinja2",
+    "regex",  # the check matcher: loaded with the first pattern a scenario declares
     "rich",
     "structlog",
 )
