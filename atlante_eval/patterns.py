@@ -13,10 +13,12 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
-import regex
+
+if TYPE_CHECKING:
+    import regex
 
 __all__ = [
     "PATTERN_TIMEOUT_MS",
@@ -58,6 +60,8 @@ def pattern_problem(source: str) -> str | None:
         return str(exc)
     except (RecursionError, OverflowError, ValueError) as exc:
         return f"pattern is too complex ({type(exc).__name__})"
+    import regex  # the matcher loads with the first pattern: a run without one never pays for it
+
     try:
         regex.compile(source, regex.VERSION0)
     except (regex.error, RecursionError, OverflowError, ValueError) as exc:
@@ -70,6 +74,8 @@ def compile_pattern(source: str) -> CompiledPattern:
     problem = pattern_problem(source)
     if problem is not None:
         raise PatternError(problem)
+    import regex
+
     return CompiledPattern(source, regex.compile(source, regex.VERSION0))
 
 

@@ -10,7 +10,7 @@ Everything beyond the reference is *additive*: new keys, never renamed ones
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -75,9 +75,11 @@ class OutputModel(BaseModel):
         extra="forbid",
         alias_generator=to_camel,
         populate_by_name=True,
-        use_attribute_docstrings=True,
         ser_json_inf_nan="null",
+        defer_build=True,
     )
+    __field_docs__: ClassVar[bool] = True
+    """Field docstrings are read when a JSON Schema is generated (:mod:`.fielddocs`)."""
 
 
 class CheckResult(OutputModel):

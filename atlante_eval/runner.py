@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ._version import __version__
-from .adaptive import AdaptiveDriver, AdaptiveSettings, run_adaptive, settings_from_options
 from .choices import SELFTEST_HOST
 from .diagnostics import Diagnostic, DiagnosticError, error, warning
 from .engine import Engine, EngineOptions, TrialGuard, call_sink
@@ -47,6 +47,9 @@ from .run_files import RunFiles
 from .scenarios import Scenario
 from .suite import Suite, load_suite
 from .transcript_activity import copy_trial_files, recorded_activity
+
+if TYPE_CHECKING:
+    from .adaptive import AdaptiveDriver, AdaptiveSettings
 
 __all__ = [
     "DEFAULT_JOBS",
@@ -482,6 +485,9 @@ async def _budget(suite: Suite, options: RunOptions) -> tuple[MetaConfig, Adapti
     budget = resolve_budget(suite.project.eval.budget, trials=options.trials)
     if not options.until_decided:
         return budget, None
+    # Only an adaptive run needs the driver (and comparison, the sequential design with it).
+    from .adaptive import settings_from_options
+
     settings = await anyio.to_thread.run_sync(settings_from_options, options, budget.trials)
     trials = max(settings.max_trials, budget.trials)
     return budget.model_copy(update={"trials": trials}), settings
@@ -648,6 +654,8 @@ async def _drive(
         try:
             await call_sink(on_event, started)
             if driver is not None:
+                from .adaptive import run_adaptive
+
                 await run_adaptive(driver, engine, progress, dict(reused))
             else:
                 for position, result in sorted(reused.items()):
@@ -725,6 +733,17 @@ async def execute_run(
             lock.close()
 
 
+def _driver(
+    settings: AdaptiveSettings | None, plan: Plan, definitions: Mapping[str, str]
+) -> AdaptiveDriver | None:
+    """The adaptive driver of an ``--until-decided`` run (imported only then)."""
+    if settings is None:
+        return None
+    from .adaptive import AdaptiveDriver
+
+    return AdaptiveDriver(settings, plan.scenarios, definitions)
+
+
 async def _execute_run(
     path: Path | str | None,
     options: RunOptions,
@@ -748,7 +767,7 @@ async def _execute_run(
     )
     digest = plan_digest(plan, fingerprints)
     positions, reused = _positions(plan, options, fingerprints)
-    driver = AdaptiveDriver(settings, plan.scenarios, definitions) if settings else None
+    driver = _driver(settings, plan, definitions)
     notices.extend(await _announce(on_event, driver.notices() if driver is not None else []))
     await _announce(on_event, _budget_notes(plan, positions, reused, adaptive=driver is not None))
     control = control or RunControl()

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .choices import SCHEMA_KINDS
+from .fielddocs import document_fields
 from .project import ProjectDocument
 from .scenarios import (
     EXTENDED_SCENARIO_SCHEMA_URI,
@@ -21,8 +22,10 @@ __all__ = ["SCHEMA_KINDS", "json_schema"]
 def _transcript_schema() -> dict[str, Any]:
     from pydantic import TypeAdapter
 
+    from .fielddocs import _models_in
     from .transcript import TranscriptEntry
 
+    document_fields(*_models_in(TranscriptEntry))
     schema = TypeAdapter(TranscriptEntry).json_schema(by_alias=True, mode="validation")
     schema["title"] = "TranscriptEntry"
     schema["description"] = (
@@ -59,7 +62,9 @@ def json_schema(kind: str, *, extended: bool = False) -> dict[str, Any]:
     if kind == "transcript":
         schema = _transcript_schema()
     else:
-        schema = _model(kind).model_json_schema(by_alias=True, mode="validation")
+        model = _model(kind)
+        document_fields(model)
+        schema = model.model_json_schema(by_alias=True, mode="validation")
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     if kind == "scenario":
         schema["$id"] = SCENARIO_SCHEMA_URI

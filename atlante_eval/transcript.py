@@ -14,12 +14,13 @@ newer engine, which may carry extra fields, still loads.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
@@ -76,9 +77,11 @@ class _Entry(BaseModel):
         extra="ignore",
         alias_generator=to_camel,
         populate_by_name=True,
-        use_attribute_docstrings=True,
         ser_json_inf_nan="null",
+        defer_build=True,
     )
+    __field_docs__: ClassVar[bool] = True
+    """Field docstrings are read when a JSON Schema is generated (:mod:`.fielddocs`)."""
 
     t: int = 0
     """Milliseconds since the session started, when the line arrived."""
@@ -248,13 +251,17 @@ TranscriptEntry = Annotated[
 ]
 """One transcript line; ``kind`` says which model it is."""
 
-_ADAPTER: TypeAdapter[TranscriptEntry] = TypeAdapter(TranscriptEntry)
+
+@functools.cache
+def _adapter() -> TypeAdapter[TranscriptEntry]:
+    """Build the entry validator the first time an entry is parsed, not at import."""
+    return TypeAdapter(TranscriptEntry)
 
 
 def parse_entry(value: object) -> TranscriptEntry:
     """Return the entry a decoded line holds; anything unreadable becomes a :class:`RawEntry`."""
     try:
-        return _ADAPTER.validate_python(value)
+        return _adapter().validate_python(value)
     except ValidationError:
         t = value.get("t") if isinstance(value, dict) else None
         return RawEntry(t=t if isinstance(t, int) and not isinstance(t, bool) else 0, event=value)

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, ClassVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
@@ -46,8 +46,9 @@ class StrictModel(BaseModel):
         strict=True,
         alias_generator=to_camel,
         populate_by_name=True,
-        use_attribute_docstrings=True,
     )
+    __field_docs__: ClassVar[bool] = True
+    """Field docstrings are read when a JSON Schema is generated (:mod:`.fielddocs`)."""
 
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]

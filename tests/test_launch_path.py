@@ -1,0 +1,129 @@
+"""What the way to the first session must not pay for, and that deferring it changes nothing.
+
+Each check runs in a fresh interpreter, so what the test process imported does
+not hide what the launch path imports.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from atlante_eval.choices import SCHEMA_KINDS
+
+#: Modules ``atlante-eval run`` must not import before its first session: adaptive
+#: runs, comparison and its renderers, other report formats (HTML and its templates),
+#: the terminal library.
+_DEFERRED = (
+    "atlante_eval.adaptive",
+    "atlante_eval.adaptive_render",
+    "atlante_eval.compare",
+    "atlante_eval.compare_render",
+    "atlante_eval.sequential",
+    "atlante_eval.merge",
+    "atlante_eval.junit",
+    "atlante_eval.show",
+    "atlante_eval.show_render",
+    "atlante_eval.schemas",
+    "atlante_eval.fielddocs",
+    "atlante_eval.selftest",
+    "atlante_eval.html",
+    "jinja2",
+    "regex",  # the check matcher: loaded with the first pattern a scenario declares
+    "rich",
+    "structlog",
+)
+
+
+def _python(code: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_the_run_path_imports_none_of_the_deferred_modules() -> None:
+    out = _python(
+        """
+        import json, sys
+        import atlante_eval.cli
+        import atlante_eval.runner
+        import atlante_eval.hosts.opencode
+        import atlante_eval.hosts.claude_code
+        print(json.dumps(sorted(sys.modules)))
+        """
+    )
+    loaded = set(json.loads(out))
+    assert "atlante_eval.runner" in loaded
+    assert "atlante_eval.engine" in loaded
+    assert sorted(m for m in _DEFERRED if m in loaded) == []
+
+
+def test_no_field_docstring_is_read_before_a_schema_is_asked_for() -> None:
+    out = _python(
+        """
+        import json
+        from atlante_eval.report import TrialResult
+        from atlante_eval.scenarios import ScenarioDocument
+        print(json.dumps([TrialResult.model_fields["verdict"].description,
+                          ScenarioDocument.model_fields["name"].description]))
+        """
+    )
+    assert json.loads(out) == [None, None]
+
+
+# Forces pydantic's own ``use_attribute_docstrings`` on the models that used to set it
+# (the bases marked ``__field_docs__``): the schemas as they were built before.
+_EAGER = """
+from pydantic._internal import _config
+
+_for_model = _config.ConfigWrapper.for_model.__func__
+
+def _eager(cls, bases, namespace, kwargs):
+    wrapper = _for_model(cls, bases, namespace, kwargs)
+    if namespace.get("__field_docs__") or any(getattr(b, "__field_docs__", False) for b in bases):
+        wrapper.config_dict["use_attribute_docstrings"] = True
+    return wrapper
+
+_config.ConfigWrapper.for_model = classmethod(_eager)
+"""
+
+_SCHEMAS = """
+import json
+from atlante_eval.schemas import json_schema, SCHEMA_KINDS
+print(json.dumps({kind: json_schema(kind) for kind in SCHEMA_KINDS}))
+"""
+
+
+def test_schemas_are_the_same_as_with_eager_docstrings() -> None:
+    lazy = json.loads(_python(_SCHEMAS))
+    eager = json.loads(_python(_EAGER + _SCHEMAS))
+    assert set(lazy) == set(SCHEMA_KINDS)
+    for kind in SCHEMA_KINDS:
+        assert lazy[kind] == eager[kind], kind
+    # the descriptions really are there (the comparison is not of two empty texts)
+    verdict = lazy["report"]["$defs"]["TrialResult"]["properties"]["verdict"]
+    assert "description" in verdict
+
+
+def test_models_built_before_the_schema_still_validate_after_it() -> None:
+    out = _python(
+        """
+        import json
+        from atlante_eval.report import TrialResult
+        before = TrialResult(i=0, verdict="pass", duration_ms=1)
+        from atlante_eval.schemas import json_schema
+        json_schema("report")
+        after = TrialResult.model_validate(before.model_dump(by_alias=True))
+        print(json.dumps([after == before, TrialResult.model_fields["verdict"].description]))
+        """
+    )
+    same, description = json.loads(out)
+    assert same is True
+    assert description
