@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from unprivileged import give_to_nobody, nobody_workspace, python_as_nobody
 
 from atlante_eval import process as process_module
 from atlante_eval.checks import CheckContext, ignore_matcher, run_checks
@@ -418,22 +420,36 @@ async def test_file_unchanged_cases(root: Path) -> None:
     )
 
 
-@pytest.mark.anyio
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can read files without permission")
-async def test_unreadable_file_is_an_error_and_later_checks_still_run(root: Path) -> None:
-    """A file that cannot be read makes file-unchanged an error; the next check still runs."""
-    (root / "README.md").chmod(0)
-    try:
-        results = await run_checks(
-            [
-                FileUnchangedCheck(type="file-unchanged", path="README.md"),
-                FileExistsCheck(type="file-exists", path="src"),
-            ],
-            ctx(root, snapshot={"README.md": sha(b"hello world\n")}),
-        )
-    finally:
-        (root / "README.md").chmod(0o644)
-    assert [r.verdict for r in results] == ["error", "pass"]
+def test_unreadable_file_is_an_error_and_later_checks_still_run() -> None:
+    """A file that cannot be read makes file-unchanged an error; the next check still runs.
+
+    Run as ``nobody``: root reads any file.
+    """
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "import anyio\n"
+        "from atlante_eval.checks import CheckContext, run_checks\n"
+        "from atlante_eval.gitops import Changes\n"
+        "from atlante_eval.scenarios import FileExistsCheck, FileUnchangedCheck\n"
+        "checks = [FileUnchangedCheck(type='file-unchanged', path='README.md'),\n"
+        "          FileExistsCheck(type='file-exists', path='src')]\n"
+        "context = CheckContext(root=Path(sys.argv[1]), snapshot={'README.md': sys.argv[2]},\n"
+        "                       changes=Changes(paths=(), diff=''))\n"
+        "results = anyio.run(run_checks, checks, context)\n"
+        "print(json.dumps([[r.verdict, r.evidence] for r in results]))\n"
+    )
+    with nobody_workspace() as base:
+        root = base / "sandbox"
+        (root / "src").mkdir(parents=True)
+        (root / "README.md").write_text("hello world\n")
+        give_to_nobody(root)
+        (root / "README.md").chmod(0)
+        done = python_as_nobody(code, base, str(root), sha(b"hello world\n"))
+    assert done.returncode == 0, done.stderr
+    (unchanged_verdict, evidence), (exists_verdict, _) = json.loads(done.stdout)
+    assert (unchanged_verdict, exists_verdict) == ("error", "pass")
+    assert "Permission denied" in evidence["cause"]
 
 
 # -- diff-allowlist ----------------------------------------------------------------------

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from factory import SCENARIO_URI, CheckDoc, scenario, tree_listing, write_json, write_text
+from unprivileged import give_to_nobody, nobody_workspace, python_as_nobody
 
 from atlante_eval.diagnostics import Diagnostic
 from atlante_eval.discovery import Discovery, discover_scenarios, fixture_problem, glob_files
@@ -607,18 +607,23 @@ def test_fixture_problem_accepts_a_plain_tree(tmp_path: Path) -> None:
     assert fixture_problem(tmp_path, "fx") is None
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can list unreadable directories")
-def test_fixture_with_unreadable_directory(tmp_path: Path) -> None:
-    """An unreadable directory inside the fixture is reported instead of raising."""
-    locked = tmp_path / "fx" / "locked"
-    locked.mkdir(parents=True)
-    locked.chmod(0)
-    try:
-        problem = fixture_problem(tmp_path, "fx")
-    finally:
+def test_fixture_with_unreadable_directory() -> None:
+    """An unreadable directory inside the fixture is reported instead of raising (as ``nobody``)."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from atlante_eval.discovery import fixture_problem\n"
+        "print(fixture_problem(Path(sys.argv[1]), 'fx'))\n"
+    )
+    with nobody_workspace() as base:
+        locked = base / "project" / "fx" / "locked"
+        locked.mkdir(parents=True)
+        give_to_nobody(base / "project")
+        locked.chmod(0)
+        done = python_as_nobody(code, base, str(base / "project"))
         locked.chmod(0o755)
-    assert problem is not None
-    assert problem.startswith("fixture directory is unreadable: fx/locked")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("fixture directory is unreadable: fx/locked")
 
 
 def test_one_bad_document_does_not_hide_the_others(tmp_path: Path) -> None:

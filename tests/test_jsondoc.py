@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from unprivileged import give_to_nobody, nobody_workspace, python_as_nobody
 
 from atlante_eval.jsondoc import (
     MAX_DOCUMENT_BYTES,
@@ -90,17 +91,25 @@ def test_read_document_does_not_block_on_a_fifo(tmp_path: Path) -> None:
         read_document(fifo)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can read files without permission")
-def test_read_document_reports_permission_errors(tmp_path: Path) -> None:
-    """An unreadable file raises DocumentReadError, not PermissionError."""
-    path = tmp_path / "secret.json"
-    path.write_text("{}", encoding="utf-8")
-    path.chmod(0)
-    try:
-        with pytest.raises(DocumentReadError, match="Permission denied"):
-            read_document(path)
-    finally:
-        path.chmod(0o644)
+def test_read_document_reports_permission_errors() -> None:
+    """An unreadable file raises DocumentReadError, not PermissionError (run as ``nobody``)."""
+    code = (
+        "import sys\n"
+        "from atlante_eval.jsondoc import DocumentReadError, read_document\n"
+        "try:\n"
+        "    read_document(sys.argv[1])\n"
+        "except DocumentReadError as exc:\n"
+        "    print('DocumentReadError:', exc)\n"
+    )
+    with nobody_workspace() as base:
+        path = base / "secret.json"
+        path.write_text("{}", encoding="utf-8")
+        give_to_nobody(path)
+        path.chmod(0)
+        done = python_as_nobody(code, base, str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("DocumentReadError:")
+    assert "Permission denied" in done.stdout
 
 
 # --- parse_document: strict JSON --------------------------------------------

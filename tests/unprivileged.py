@@ -166,3 +166,25 @@ def run_cli_as_nobody(args: list[str], base: Path) -> subprocess.CompletedProces
         timeout=900,  # a hang guard, not a speed expectation
         check=False,
     )
+
+
+def python_as_nobody(code: str, base: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c CODE ARGS`` as ``nobody`` in ``base``, with this environment's packages."""
+    python = nobody_python()
+    drop, reveal = drop_to_nobody(_needed(python))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": _pythonpath(),
+        "HOME": str(base / "home"),
+        "TMPDIR": str(base / "tmp"),
+        **reveal,
+    }
+    return subprocess.run(
+        [*drop, python, "-c", code, *args],
+        cwd=base,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang guard, not a speed expectation
+        check=False,
+    )
