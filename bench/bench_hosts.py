@@ -14,8 +14,11 @@ directory, by top directory); from the mock's log: the model calls, by purpose
 
 Each host runs in two profiles in the same process, so the figures compare as
 ratios: ``before`` (the host environment and configuration atlante-eval wrote
-before issue 17) and ``after`` (today's). Wall figures depend on the machine's load;
-CPU-seconds, request and file counts do not.
+before issue 17) and ``after`` (today's); plus ``bare`` (the host started directly in
+a fresh isolated HOME) and, for OpenCode, ``bare + trial configuration`` (the host
+started directly as bare, but on a copy of each ``after --jobs 1`` trial as the
+engine prepared it, with the session's own argv and environment). Wall figures
+depend on the machine's load; CPU-seconds, request and file counts do not.
 
 Run from the repository root: ``python -m bench hosts`` (``BENCH_HOSTS_TRIALS``
 sets the trials per run, default 3; ``BENCH_HOSTS`` picks ``opencode``,
@@ -43,7 +46,7 @@ from typing import Any
 
 import anyio
 
-from atlante_eval.hosts.base import Host, TrialContext
+from atlante_eval.hosts.base import Host, SessionEnd, SessionUsage, TrialContext
 from atlante_eval.hosts.claude_code import CLAUDE_DEFAULT_ENV, ClaudeCodeHost, claude_settings
 from atlante_eval.hosts.opencode import OPENCODE_DEFAULT_ENV, OpenCodeHost
 from atlante_eval.hosts.opencode_config import CONFIG_CANDIDATES, build_config
@@ -162,6 +165,33 @@ class BeforeOpenCodePlusSnapshotOff(_OneConfigKey):
     keep = "snapshot"
 
 
+class CapturingOpenCode(OpenCodeHost):
+    """Today's OpenCode, which also keeps a copy of each prepared trial to replay.
+
+    Just before its session starts, the trial's sandbox and state directory (as the
+    engine prepared them: ``.opencode/`` configuration, native agent and skill files,
+    copied credentials) are copied into ``capture_root``, with the session's argv,
+    environment and prompt, exactly as :meth:`argv` and :meth:`session_env` build them.
+    """
+
+    capture_root: Path
+
+    async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
+        """Copy the prepared trial, then run the session as usual."""
+        target = self.capture_root / context.scenario.name
+        shutil.copytree(context.sandbox, target / "sandbox", symlinks=True)
+        shutil.copytree(context.state_dir, target / "state", symlinks=True)
+        captured = {
+            "argv": self.argv(context),
+            "env": self.session_env(context),
+            "prompt": context.prompt,
+            "sandbox": str(context.sandbox),
+            "state": str(context.state_dir),
+        }
+        (target / "session.json").write_text(json.dumps(captured), encoding="utf-8")
+        return await super().run_session(context, usage)
+
+
 #: One-switch profiles, measured at --jobs 1 against ``before``.
 ABLATIONS: Mapping[str, type[Host]] = {
     "before + title off": BeforeOpenCodePlusTitleOff,
@@ -269,7 +299,12 @@ def _host_environment(
 
 
 def measure_run(
-    host: str, profile: str, jobs: int, real_bin: Path, tmp: Path
+    host: str,
+    profile: str,
+    jobs: int,
+    real_bin: Path,
+    tmp: Path,
+    capture: Path | None = None,
 ) -> tuple[list[Trial], float]:
     """Run TRIALS trials of ``host`` in ``profile`` at ``jobs``; return them and the run's wall."""
     work = tmp / f"{host}-{profile}-j{jobs}"
@@ -288,6 +323,9 @@ def measure_run(
         with _environ(variables):
             factory = {**PROFILES[host], **ABLATIONS}[profile]
             instance = factory(str(wrapper))  # type: ignore[call-arg]
+            if capture is not None:
+                instance = CapturingOpenCode(str(wrapper))
+                instance.capture_root = capture
             started = time.perf_counter()
             report = anyio.run(
                 lambda: run_eval(
@@ -394,6 +432,64 @@ def measure_bare(host: str, real_bin: Path, tmp: Path) -> tuple[list[Trial], flo
     return trials, time.perf_counter() - started
 
 
+def measure_replay(real_bin: Path, capture: Path, tmp: Path) -> tuple[list[Trial], float]:
+    """Bare + the trial's configuration: the captured trials, host started directly.
+
+    Each trial that :class:`CapturingOpenCode` kept is replayed as ``bare`` runs the
+    host (``subprocess.run``, the prompt on stdin, sequentially, a fresh mock), but in
+    a copy of the sandbox and state directory the engine prepared, with the session's
+    own argv and environment (paths and the mock's port rewritten to the copies).
+    """
+    work = tmp / "opencode-replay"
+    records = work / "meter"
+    wrapper = install_meter(real_bin / "opencode", work / "bin", records)
+    trials: list[Trial] = []
+    started = time.perf_counter()
+    with MockModelServer(scripts()) as mock:
+        for i in range(TRIALS):
+            shutil.copytree(capture / f"t{i}", work / f"t{i}", symlinks=True)
+            captured = json.loads((work / f"t{i}" / "session.json").read_text(encoding="utf-8"))
+            cwd, state = work / f"t{i}" / "sandbox", work / f"t{i}" / "state"
+            old_port = re.search(r"127\.0\.0\.1:(\d+)", captured["env"]["HTTP_PROXY"])
+            assert old_port is not None
+
+            moves = {
+                captured["sandbox"]: str(cwd),
+                captured["state"]: str(state),
+                f"127.0.0.1:{old_port.group(1)}": f"127.0.0.1:{mock.port}",
+            }
+            env = dict(captured["env"])
+            for old, new in moves.items():
+                env = {k: v.replace(old, new) for k, v in env.items()}
+            argv = [str(wrapper), *captured["argv"][1:]]
+            subprocess.run(
+                argv, input=captured["prompt"].encode(), cwd=cwd, env=env, capture_output=True
+            )
+            files, size = _tree(state)
+            trials.append(
+                Trial(
+                    verdict="pass" if (cwd / "hello.txt").is_file() else "fail",
+                    cpu_s=0.0,
+                    wall_s=0.0,
+                    maxrss_mib=0.0,
+                    state_files=files,
+                    state_bytes=size,
+                    sandbox_host_files=0,
+                )
+            )
+        requests = mock.requests
+    for trial, meter in zip(trials, read_records(records), strict=True):
+        trial.cpu_s = float(meter["user_s"]) + float(meter["sys_s"])
+        trial.wall_s = float(meter["wall_s"])
+        trial.maxrss_mib = float(meter["maxrss_kib"]) / 1024
+    for i, trial in enumerate(trials):
+        for record in requests:
+            found = _MARK.search(record.prompt)
+            if found and found.group(1) == f"t{i}":
+                trial.requests[_purpose(record)] += 1
+    return trials, time.perf_counter() - started
+
+
 def summarize(trials: list[Trial], run_wall: float) -> dict[str, Any]:
     """Per-trial means (and the run's wall) of one measured run."""
     state_files: Counter[str] = Counter()
@@ -457,7 +553,12 @@ def main() -> None:
             print(f"{host} bare", json.dumps(results[f"{host} bare (no engine)"]), flush=True)
             for jobs in JOBS:
                 for profile in PROFILES[host]:
-                    trials, wall = measure_run(host, profile, jobs, real_bin, tmp)
+                    capture = (
+                        tmp / "capture"
+                        if (host, profile, jobs) == ("opencode", "after", 1)
+                        else None
+                    )
+                    trials, wall = measure_run(host, profile, jobs, real_bin, tmp, capture)
                     key = f"{host} {profile} --jobs {jobs}"
                     results[key] = summarize(trials, wall)
                     print(key, json.dumps(results[key]), flush=True)
@@ -472,6 +573,14 @@ def main() -> None:
                         results[f"{host} {name}: before/this CPU"] = round(
                             before["host_cpu_s"] / max(one["host_cpu_s"], 1e-9), 2
                         )
+                if jobs == 1 and host == "opencode":
+                    trials, wall = measure_replay(real_bin, tmp / "capture", tmp)
+                    replay = summarize(trials, wall)
+                    results[f"{host} bare + trial configuration"] = replay
+                    print(f"{host} bare + trial configuration", json.dumps(replay), flush=True)
+                    results[f"{host} engine after / bare + trial configuration CPU"] = round(
+                        after["host_cpu_s"] / max(replay["host_cpu_s"], 1e-9), 2
+                    )
                 if jobs == 1:
                     bare = results[f"{host} bare (no engine)"]
                     results[f"{host} engine after / bare host CPU"] = round(
