@@ -374,6 +374,35 @@ def measure_run(
     return trials, run_wall
 
 
+def _direct_trial(cwd: Path, state: Path) -> Trial:
+    """A host run started directly: its verdict and state files (meters are added later)."""
+    files, size = _tree(state)
+    return Trial(
+        verdict="pass" if (cwd / "hello.txt").is_file() else "fail",
+        cpu_s=0.0,
+        wall_s=0.0,
+        maxrss_mib=0.0,
+        state_files=files,
+        state_bytes=size,
+        sandbox_host_files=0,
+    )
+
+
+def _add_meters_and_requests(
+    trials: list[Trial], records: Path, requests: list[RequestRecord]
+) -> None:
+    """Fill in each direct run's metered CPU, wall and RSS, and its model calls by purpose."""
+    for trial, meter in zip(trials, read_records(records), strict=True):
+        trial.cpu_s = float(meter["user_s"]) + float(meter["sys_s"])
+        trial.wall_s = float(meter["wall_s"])
+        trial.maxrss_mib = float(meter["maxrss_kib"]) / 1024
+    for i, trial in enumerate(trials):
+        for record in requests:
+            found = _MARK.search(record.prompt)
+            if found and found.group(1) == f"t{i}":
+                trial.requests[_purpose(record)] += 1
+
+
 def measure_bare(host: str, real_bin: Path, tmp: Path) -> tuple[list[Trial], float]:
     """Run the same task on the host directly, without the engine: the host's own floor.
 
@@ -407,28 +436,9 @@ def measure_bare(host: str, real_bin: Path, tmp: Path) -> tuple[list[Trial], flo
                 argv = [str(wrapper), "run", "--format", "json", "--model", "mock/mock-model"]
             prompt = f"Write hello.txt, then run true. [script:t{i}]"
             subprocess.run(argv, input=prompt.encode(), cwd=cwd, env=env, capture_output=True)
-            files, size = _tree(state)
-            trials.append(
-                Trial(
-                    verdict="pass" if (cwd / "hello.txt").is_file() else "fail",
-                    cpu_s=0.0,
-                    wall_s=0.0,
-                    maxrss_mib=0.0,
-                    state_files=files,
-                    state_bytes=size,
-                    sandbox_host_files=0,
-                )
-            )
+            trials.append(_direct_trial(cwd, state))
         requests = mock.requests
-    for trial, meter in zip(trials, read_records(records), strict=True):
-        trial.cpu_s = float(meter["user_s"]) + float(meter["sys_s"])
-        trial.wall_s = float(meter["wall_s"])
-        trial.maxrss_mib = float(meter["maxrss_kib"]) / 1024
-    for i, trial in enumerate(trials):
-        for record in requests:
-            found = _MARK.search(record.prompt)
-            if found and found.group(1) == f"t{i}":
-                trial.requests[_purpose(record)] += 1
+    _add_meters_and_requests(trials, records, requests)
     return trials, time.perf_counter() - started
 
 
@@ -465,28 +475,9 @@ def measure_replay(real_bin: Path, capture: Path, tmp: Path) -> tuple[list[Trial
             subprocess.run(
                 argv, input=captured["prompt"].encode(), cwd=cwd, env=env, capture_output=True
             )
-            files, size = _tree(state)
-            trials.append(
-                Trial(
-                    verdict="pass" if (cwd / "hello.txt").is_file() else "fail",
-                    cpu_s=0.0,
-                    wall_s=0.0,
-                    maxrss_mib=0.0,
-                    state_files=files,
-                    state_bytes=size,
-                    sandbox_host_files=0,
-                )
-            )
+            trials.append(_direct_trial(cwd, state))
         requests = mock.requests
-    for trial, meter in zip(trials, read_records(records), strict=True):
-        trial.cpu_s = float(meter["user_s"]) + float(meter["sys_s"])
-        trial.wall_s = float(meter["wall_s"])
-        trial.maxrss_mib = float(meter["maxrss_kib"]) / 1024
-    for i, trial in enumerate(trials):
-        for record in requests:
-            found = _MARK.search(record.prompt)
-            if found and found.group(1) == f"t{i}":
-                trial.requests[_purpose(record)] += 1
+    _add_meters_and_requests(trials, records, requests)
     return trials, time.perf_counter() - started
 
 
