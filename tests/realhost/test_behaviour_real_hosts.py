@@ -9,6 +9,7 @@ asks for the opposite (every behaviour check fails), one check of each type.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from atlante_eval.runner import run_eval
 
 from .fixtures import require_hosts
 from .mock_model import CallTool, MockModelServer, Reply, RunBash, Script, WriteFile
-from .test_eval_real_hosts import _environment, _patch_environment, leftovers
+from .test_eval_real_hosts import _environment, leftovers
 
 pytestmark = pytest.mark.realhost
 
@@ -113,7 +114,11 @@ def graded(
     }
     with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
         variables, pass_env = _environment(host, mock, tmp, marker)
-        _patch_environment(patch, bin_dir, variables)
+        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
+            patch.delenv(name, raising=False)
+        for name, value in variables.items():
+            patch.setenv(name, value)
         project = make_project(
             tmp / "project",
             host=host,

@@ -223,11 +223,6 @@ def _environment(
     return variables, pass_env
 
 
-def _patch_environment(patch: pytest.MonkeyPatch, bin_dir: Path, variables: dict[str, str]) -> None:
-    """Put the real CLIs first on PATH, drop stored credentials, and set ``variables``."""
-    _patch_environment(patch, bin_dir, variables)
-
-
 def _run(
     project: Path, out: Path, pass_env: list[str], *, isolation: str, keep: bool = False
 ) -> RunReport:
@@ -264,7 +259,11 @@ def host_run(
     config: dict[str, Any] = {"model": model, "budget": budget}
     with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
         variables, pass_env = _environment(host, mock, tmp, marker)
-        _patch_environment(patch, bin_dir, variables)
+        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
+            patch.delenv(name, raising=False)
+        for name, value in variables.items():
+            patch.setenv(name, value)
         main_project = make_project(
             tmp / "main", host=host, scenarios=scenarios(host), fixtures=fixtures, eval_extra=config
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import uuid
@@ -40,7 +41,7 @@ from atlante_eval.transcript import (
 
 from .fixtures import require_hosts
 from .mock_model import CallTool, Fail, MockModelServer, Reply, RunBash, Script, WriteFile
-from .test_eval_real_hosts import _environment, _patch_environment, leftovers
+from .test_eval_real_hosts import _environment, leftovers
 
 pytestmark = pytest.mark.realhost
 
@@ -121,7 +122,11 @@ def recorded(
     }
     with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
         variables, pass_env = _environment(host, mock, tmp, marker)
-        _patch_environment(patch, bin_dir, variables)
+        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
+            patch.delenv(name, raising=False)
+        for name, value in variables.items():
+            patch.setenv(name, value)
         project = make_project(
             tmp / "project",
             host=host,

@@ -13,6 +13,7 @@ reader's sandbox nor its result.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from atlante_eval.runner import run_eval
 
 from .fixtures import require_hosts
 from .mock_model import MockModelServer, Reply, RunBash, Script, WriteFile
-from .test_eval_real_hosts import HOSTS, _environment, _patch_environment
+from .test_eval_real_hosts import HOSTS, _environment
 
 pytestmark = pytest.mark.realhost
 
@@ -80,7 +81,11 @@ def test_cache_writes_of_one_trial_do_not_reach_the_next(host: str, tmp_path: Pa
     ]
     with MockModelServer(scripts) as mock, pytest.MonkeyPatch.context() as patch:
         variables, pass_env = _environment(host, mock, tmp_path, "cache-test")
-        _patch_environment(patch, bin_dir, {**variables, "SHARED_PROBE": str(shared)})
+        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
+            patch.delenv(name, raising=False)
+        for name, value in {**variables, "SHARED_PROBE": str(shared)}.items():
+            patch.setenv(name, value)
         project = make_project(
             tmp_path / "project",
             host=host,
