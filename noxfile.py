@@ -71,10 +71,11 @@ _expose_interpreters()
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Check formatting and lint rules with ruff."""
-    session.install("ruff>=0.6")
+    """Check formatting and lint rules with ruff, and the layer contract with import-linter."""
+    session.install("ruff>=0.6", "import-linter>=2.13", "-e", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("ruff", "check", ".")
+    session.run("lint-imports")
 
 
 @nox.session(python=PYTHON)

@@ -18,9 +18,11 @@ from ._version import __version__ as __version__
 
 #: Every public name, by the module (under ``atlante_eval``) that defines it.
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "compare": ("CompareResult", "compare_reports"),
     "diagnostics": ("Diagnostic", "DiagnosticError"),
-    "events": (
+    "hosts": ("Host", "HostError", "SessionEnd", "SessionUsage", "TrialContext"),
+    "project.suite": ("Suite", "load_suite"),
+    "report.compare": ("CompareResult", "compare_reports"),
+    "report.events": (
         "DiagnosticNotice",
         "ProgressEvent",
         "RunFinished",
@@ -31,53 +33,51 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TrialFinished",
         "TrialStarted",
     ),
-    "hosts": ("Host", "HostError", "SessionEnd", "SessionUsage", "TrialContext"),
-    "junit": ("junit_xml",),
-    "merge": ("merge_reports",),
-    "options": ("RunOptions",),
-    "report": ("CheckResult", "Meta", "RunReport", "ScenarioResult", "TrialResult"),
-    "reports_io": ("load_report",),
-    "runner": ("EvalRunError", "run_eval"),
-    "selftest": ("run_selftest",),
-    "suite": ("Suite", "load_suite"),
-    "transcript": ("TranscriptEntry", "load_transcript"),
+    "report.loading": ("load_report",),
+    "report.merge": ("merge_reports",),
+    "report.models": ("CheckResult", "Meta", "RunReport", "ScenarioResult", "TrialResult"),
+    "run.options": ("RunOptions",),
+    "run.runner": ("EvalRunError", "run_eval"),
+    "selftest.core": ("run_selftest",),
+    "transcript.models": ("TranscriptEntry", "load_transcript"),
+    "views.junit": ("junit_xml",),
 }
 
 if TYPE_CHECKING:
-    from .compare import CompareResult as CompareResult
-    from .compare import compare_reports as compare_reports
     from .diagnostics import Diagnostic as Diagnostic
     from .diagnostics import DiagnosticError as DiagnosticError
-    from .events import DiagnosticNotice as DiagnosticNotice
-    from .events import ProgressEvent as ProgressEvent
-    from .events import RunFinished as RunFinished
-    from .events import RunStarted as RunStarted
-    from .events import ScenarioFinished as ScenarioFinished
-    from .events import ScenarioLooked as ScenarioLooked
-    from .events import ScenarioStarted as ScenarioStarted
-    from .events import TrialFinished as TrialFinished
-    from .events import TrialStarted as TrialStarted
     from .hosts import Host as Host
     from .hosts import HostError as HostError
     from .hosts import SessionEnd as SessionEnd
     from .hosts import SessionUsage as SessionUsage
     from .hosts import TrialContext as TrialContext
-    from .junit import junit_xml as junit_xml
-    from .merge import merge_reports as merge_reports
-    from .options import RunOptions as RunOptions
-    from .report import CheckResult as CheckResult
-    from .report import Meta as Meta
-    from .report import RunReport as RunReport
-    from .report import ScenarioResult as ScenarioResult
-    from .report import TrialResult as TrialResult
-    from .reports_io import load_report as load_report
-    from .runner import EvalRunError as EvalRunError
-    from .runner import run_eval as run_eval
-    from .selftest import run_selftest as run_selftest
-    from .suite import Suite as Suite
-    from .suite import load_suite as load_suite
-    from .transcript import TranscriptEntry as TranscriptEntry
-    from .transcript import load_transcript as load_transcript
+    from .project.suite import Suite as Suite
+    from .project.suite import load_suite as load_suite
+    from .report.compare import CompareResult as CompareResult
+    from .report.compare import compare_reports as compare_reports
+    from .report.events import DiagnosticNotice as DiagnosticNotice
+    from .report.events import ProgressEvent as ProgressEvent
+    from .report.events import RunFinished as RunFinished
+    from .report.events import RunStarted as RunStarted
+    from .report.events import ScenarioFinished as ScenarioFinished
+    from .report.events import ScenarioLooked as ScenarioLooked
+    from .report.events import ScenarioStarted as ScenarioStarted
+    from .report.events import TrialFinished as TrialFinished
+    from .report.events import TrialStarted as TrialStarted
+    from .report.loading import load_report as load_report
+    from .report.merge import merge_reports as merge_reports
+    from .report.models import CheckResult as CheckResult
+    from .report.models import Meta as Meta
+    from .report.models import RunReport as RunReport
+    from .report.models import ScenarioResult as ScenarioResult
+    from .report.models import TrialResult as TrialResult
+    from .run.options import RunOptions as RunOptions
+    from .run.runner import EvalRunError as EvalRunError
+    from .run.runner import run_eval as run_eval
+    from .selftest.core import run_selftest as run_selftest
+    from .transcript.models import TranscriptEntry as TranscriptEntry
+    from .transcript.models import load_transcript as load_transcript
+    from .views.junit import junit_xml as junit_xml
 
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 

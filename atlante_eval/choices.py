@@ -17,6 +17,7 @@ __all__ = [
     "SCENARIO_SCHEMA_URI",
     "SCHEMA_KINDS",
     "SELFTEST_HOST",
+    "TOKEN_CEILING",
     "Adjust",
     "BehaviourCheckType",
     "CheckType",
@@ -74,3 +75,6 @@ LogFormat = Literal["none", "console", "json"]
 SCHEMA_KINDS = ("scenario", "config", "report", "transcript")
 #: ``meta.host`` of a selftest report (``run --last-failed`` skips such reports).
 SELFTEST_HOST = "selftest"
+
+#: The largest token count a session records (2**53, exact as a float).
+TOKEN_CEILING = 2**53

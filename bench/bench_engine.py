@@ -38,8 +38,8 @@ from typing import Any
 
 import anyio
 
-from atlante_eval.hosts.base import SessionEnd, SessionUsage, TrialContext, run_json_stream
-from atlante_eval.runner import run_eval
+from atlante_eval import SessionEnd, SessionUsage, TrialContext, run_eval
+from atlante_eval.hosts.base import run_json_stream
 
 #: Trials in the concurrency benchmark.
 TRIALS = 48

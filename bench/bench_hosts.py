@@ -46,11 +46,10 @@ from typing import Any
 
 import anyio
 
-from atlante_eval.hosts.base import Host, SessionEnd, SessionUsage, TrialContext
+from atlante_eval import Host, SessionEnd, SessionUsage, TrialContext, run_eval
 from atlante_eval.hosts.claude_code import CLAUDE_DEFAULT_ENV, ClaudeCodeHost, claude_settings
 from atlante_eval.hosts.opencode import OPENCODE_DEFAULT_ENV, OpenCodeHost
 from atlante_eval.hosts.opencode_config import CONFIG_CANDIDATES, build_config
-from atlante_eval.runner import run_eval
 
 from .hostmeter import install_meter, read_records
 

@@ -4,7 +4,7 @@ Builds a run of 50 scenarios x 10 trials in a temporary run directory: every
 trial has a diff of about 4 KB and a transcript of 60 entries (tool calls with
 1 KB inputs and outputs, agent text, usage); failing trials (a third) have a
 command check with 2,000 characters of output as evidence. Then it times
-rendering ``report.html`` (:func:`atlante_eval.html.render_run_html`), reports its
+rendering ``report.html`` (:func:`atlante_eval.views.html.render_run_html`), reports its
 size, and opens it in headless Chromium (Debian's ``/usr/bin/chromium``, through
 Playwright) from ``file://``, timing navigation until the ``load`` event and a
 full layout. Targets: at most a few MB, under 2 s in the browser.
@@ -19,9 +19,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlante_eval.html import render_run_html
-from atlante_eval.report import CheckResult, Meta, MetaConfig, RunReport, TrialResult
-from atlante_eval.results import finalize, summarize
+from atlante_eval.report import (
+    CheckResult,
+    Meta,
+    MetaConfig,
+    RunReport,
+    TrialResult,
+    finalize,
+    summarize,
+)
+from atlante_eval.views.html import render_run_html
 
 #: Scenarios and trials per scenario of the generated run.
 SCENARIOS, TRIALS = 50, 10

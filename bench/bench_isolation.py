@@ -30,8 +30,8 @@ from pathlib import Path
 
 import anyio
 
+from atlante_eval import run_eval
 from atlante_eval.isolation.preflight import require_os_isolation
-from atlante_eval.runner import run_eval
 from bench.bench_engine import SleepingHost, machine, make_project
 
 #: Trials in the long run of each measurement.

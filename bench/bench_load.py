@@ -43,8 +43,7 @@ if str(TESTS) not in sys.path:
 from factory import make_project, scenario  # noqa: E402 - tests/ is put on the path above
 from standin import StandinHost, actions  # noqa: E402
 
-from atlante_eval.report import RunReport  # noqa: E402
-from atlante_eval.runner import run_eval  # noqa: E402
+from atlante_eval import RunReport, run_eval  # noqa: E402
 
 ENTRY = TESTS / "standin_cli.py"
 #: Trials in the full load run (10 scenarios of 50 trials).

@@ -1,6 +1,6 @@
 """Operating characteristics of adaptive runs (``run --until-decided``), by simulation.
 
-Replays the stopping rule of :mod:`atlante_eval.sequential` over many seeded
+Replays the stopping rule of :mod:`atlante_eval.stats.sequential` over many seeded
 simulated runs (a baseline of ``BASE_TRIALS`` trials, then HEAD look by look up
 to 50 trials) and prints, per case: how often each decision was reached, the
 mean HEAD trials used, and for a true change the smallest fixed trial count
@@ -11,8 +11,8 @@ figures in docs/statistics.md ("Adaptive runs") come from this session:
 
 from __future__ import annotations
 
-from atlante_eval.sequential import SequentialDesign, look_schedule
-from atlante_eval.sequential_sim import Simulation, fixed_trials_for_power, simulate
+from atlante_eval.stats.sequential import SequentialDesign, look_schedule
+from atlante_eval.stats.simulation import Simulation, fixed_trials_for_power, simulate
 
 #: Simulated runs per case.
 RUNS = 4000

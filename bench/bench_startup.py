@@ -24,7 +24,7 @@ COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "atlante-eval --help": [sys.executable, "-m", "atlante_eval", "--help"],
     "atlante-eval --version": [sys.executable, "-m", "atlante_eval", "--version"],
-    "import atlante_eval (library)": [sys.executable, "-c", "import atlante_eval.runner"],
+    "import atlante_eval (library)": [sys.executable, "-c", "import atlante_eval.run.runner"],
 }
 
 

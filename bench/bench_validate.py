@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from atlante_eval.suite import load_suite
+from atlante_eval import load_suite
 
 #: Scenario documents in the generated project.
 SCENARIOS = 1_000

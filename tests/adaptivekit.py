@@ -9,8 +9,8 @@ from typing import Any
 from factory import make_project, scenario
 from standin import actions
 
-from atlante_eval.report import Meta, MetaConfig, RunReport, TrialResult
-from atlante_eval.results import finalize, summarize
+from atlante_eval import Meta, RunReport, TrialResult
+from atlante_eval.report import MetaConfig, finalize, summarize
 
 WRITE = {"write": "x.txt", "content": "done\n"}
 CHECKS = [{"type": "file-exists", "path": "x.txt"}]

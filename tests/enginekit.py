@@ -11,11 +11,11 @@ from typing import Any
 
 from factory import scenario as scenario_document
 
-from atlante_eval.hosts.base import SessionEnd, SessionUsage, TrialContext
-from atlante_eval.native import NativeFile, NativeOutputs
-from atlante_eval.plan import Plan, make_plan
+from atlante_eval import SessionEnd, SessionUsage, TrialContext
+from atlante_eval.project import NativeOutputs, Plan, Scenario, make_plan
+from atlante_eval.project.native import NativeFile
+from atlante_eval.project.scenarios import Origin, ScenarioDocument
 from atlante_eval.report import MetaConfig
-from atlante_eval.scenarios import Origin, Scenario, ScenarioDocument
 
 
 def make_scenario(root: Path, name: str = "basic", **fields: Any) -> Scenario:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from atlante_eval.report import TrialResult
+from atlante_eval import TrialResult
 
 ATTACK_SCRIPT = Path(__file__).with_name("standin_host.py")
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from atlante_eval.report import Meta, MetaConfig, RunReport, ScenarioResult, TrialResult
-from atlante_eval.results import finalize, summarize
+from atlante_eval import Meta, RunReport, ScenarioResult, TrialResult
+from atlante_eval.report import MetaConfig, finalize, summarize
 
 
 def config(**overrides: Any) -> MetaConfig:

@@ -11,9 +11,10 @@ from typing import Any
 
 import anyio
 
-from atlante_eval.environment import allowed_env
-from atlante_eval.hosts.base import SessionEnd, SessionUsage, TrialContext, run_json_stream
-from atlante_eval.transcript_normalize import OpenCodeNormalizer
+from atlante_eval import SessionEnd, SessionUsage, TrialContext
+from atlante_eval._util.environment import allowed_env
+from atlante_eval.hosts.base import run_json_stream
+from atlante_eval.hosts.opencode_transcript import OpenCodeNormalizer
 
 SCRIPT = Path(__file__).with_name("standin_host.py")
 

@@ -22,8 +22,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from standin import StandinHost
 
-from atlante_eval import hosts, patterns, process
+from atlante_eval import hosts
+from atlante_eval._util import patterns
 from atlante_eval.cli import main
+from atlante_eval.trial import process
 
 hosts.HOST_FACTORIES["opencode"] = StandinHost
 hosts.HOST_FACTORIES["claude-code"] = StandinHost
@@ -32,7 +34,7 @@ if os.environ.get("ATLANTE_TEST_GRACE_S"):
 if os.environ.get("ATLANTE_TEST_PATTERN_TIMEOUT_MS"):
     patterns.PATTERN_TIMEOUT_MS = int(os.environ["ATLANTE_TEST_PATTERN_TIMEOUT_MS"])
 if os.environ.get("ATLANTE_TEST_NO_PROJECT_GUARD"):
-    from atlante_eval import runner
+    from atlante_eval.run import runner
 
     async def _no_check(_planned: object) -> None:
         """Let every trial run: shows what the project check prevents."""

@@ -8,10 +8,9 @@ from pathlib import Path
 from enginekit import make_scenario
 from reports import counts, report
 
-from atlante_eval.adaptive import AdaptiveDriver, AdaptiveSettings
-from atlante_eval.compare import compare_reports
-from atlante_eval.report import RunReport
-from atlante_eval.scenarios import Scenario
+from atlante_eval import RunReport, compare_reports
+from atlante_eval.project import Scenario
+from atlante_eval.run.adaptive import AdaptiveDriver, AdaptiveSettings
 
 
 def _settings(base: RunReport, **overrides: object) -> AdaptiveSettings:

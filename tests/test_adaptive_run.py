@@ -13,13 +13,11 @@ from adaptivekit import adaptive_project, baseline, chance_scenario
 from standin import StandinHost
 from typer.testing import CliRunner, Result
 
-from atlante_eval import hosts, run_eval
-from atlante_eval import process as process_module
+from atlante_eval import EvalRunError, ProgressEvent, RunReport, TrialFinished, hosts, run_eval
 from atlante_eval.cli import app
-from atlante_eval.events import ProgressEvent, TrialFinished
-from atlante_eval.options import run_options
-from atlante_eval.report import RunReport
-from atlante_eval.runner import EvalRunError, RunControl, execute_run
+from atlante_eval.run import run_options
+from atlante_eval.run.runner import RunControl, execute_run
+from atlante_eval.trial import process as process_module
 
 
 @pytest.fixture(autouse=True)
@@ -377,7 +375,7 @@ def test_a_failing_decision_record_never_costs_the_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """If the record cannot be built, the trials are still published (without it)."""
-    from atlante_eval.adaptive import AdaptiveDriver
+    from atlante_eval.run.adaptive import AdaptiveDriver
 
     def broken(self: AdaptiveDriver, report: RunReport) -> None:
         raise RuntimeError("record bug")

@@ -20,7 +20,7 @@ from factory import make_project, scenario
 from standin import actions
 from unprivileged import give_to_nobody, nobody_python, nobody_workspace, run_cli_as_nobody
 
-from atlante_eval.report import RunReport
+from atlante_eval import RunReport
 
 X = {"write": "x.txt", "content": "done\n"}
 X_EXISTS = {"type": "file-exists", "path": "x.txt"}

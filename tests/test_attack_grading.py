@@ -21,14 +21,11 @@ from clikit import isolated_tmpdir, processes_marked, run_dirs
 from factory import make_project, scenario
 from standin import StandinHost, actions
 
-from atlante_eval import gitops, process, treestate
+from atlante_eval import RunReport, TrialResult, run_eval
 from atlante_eval.checks import ignore_matcher
-from atlante_eval.engine import CHANGED_FILES_LIMIT
-from atlante_eval.gitops import GIT_BASE_TIMEOUT_S, GIT_MIN_BYTES_PER_S, git_timeout_s
-from atlante_eval.process import run_process
-from atlante_eval.report import RunReport, TrialResult
-from atlante_eval.runner import run_eval
-from atlante_eval.sandbox import remove_tree
+from atlante_eval.run.engine import CHANGED_FILES_LIMIT
+from atlante_eval.trial import gitops, process, remove_tree, run_process, treestate
+from atlante_eval.trial.gitops import GIT_BASE_TIMEOUT_S, GIT_MIN_BYTES_PER_S, git_timeout_s
 
 FLOOD_FILES = 100_000
 #: Files of varying name length in the stand-in host's ignored runtime directory.

@@ -26,10 +26,9 @@ from clikit import (
 from factory import make_project, scenario, write_json
 from standin import StandinHost, actions
 
-from atlante_eval import journal as journal_module
-from atlante_eval.limits import jobs_for_descriptors
-from atlante_eval.report import RunReport
-from atlante_eval.runner import EvalRunError, run_eval
+from atlante_eval import EvalRunError, RunReport, run_eval
+from atlante_eval.run import journal as journal_module
+from atlante_eval.run.limits import jobs_for_descriptors
 
 #: 64 trials that overlap: each host sleeps a little, so many run at once.
 BUSY = actions({"sleep": 0.3}, {"write": "x.txt", "content": "x"})

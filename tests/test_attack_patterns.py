@@ -11,8 +11,8 @@ from clikit import cleaned_up, processes_marked, report_dirs, run_dirs, start_cl
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario
 from standin import actions
 
-from atlante_eval.patterns import PATTERN_TIMEOUT_MS, has_nested_quantifier
-from atlante_eval.report import RunReport
+from atlante_eval import RunReport
+from atlante_eval._util.patterns import PATTERN_TIMEOUT_MS, has_nested_quantifier
 
 EVIL = "(a+)+$"
 #: 100 KB of ``a`` then ``b``: ``(a+)+$`` backtracks exponentially on it.

@@ -10,9 +10,10 @@ from clikit import cleaned_up, processes_marked, report_dirs, run_dirs, start_cl
 from factory import make_project, scenario
 from standin import actions
 
-from atlante_eval.fingerprint import fixture_digest
-from atlante_eval.integrity import ProjectWatch, Watched
-from atlante_eval.report import RunReport
+from atlante_eval import RunReport
+from atlante_eval.project import ProjectWatch
+from atlante_eval.project.fingerprint import fixture_digest
+from atlante_eval.project.integrity import Watched
 
 #: The agent solves nothing in its sandbox: it plants the answer in the project's fixture.
 CHEAT = actions({"project_write": "eval/fixtures/app/README.md", "content": "solved\n"})

@@ -15,7 +15,8 @@ from clikit import cleaned_up, console, report_dirs, start_cli
 from factory import make_project, scenario, write_json
 from standin import actions
 
-from atlante_eval.publish import UnsafeOutputError, atomic_write
+from atlante_eval.report import atomic_write
+from atlante_eval.report.publish import UnsafeOutputError
 
 GOLDEN = Path(__file__).with_name("golden") / "report.json"
 VALID = GOLDEN.read_text(encoding="utf-8")

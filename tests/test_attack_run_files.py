@@ -18,8 +18,7 @@ from clikit import report_dirs
 from factory import make_project, scenario
 from standin import StandinHost, actions
 
-from atlante_eval.report import RunReport
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, run_eval
 
 PRECIOUS = "the user's own file\n"
 

@@ -9,7 +9,7 @@ from clikit import cleaned_up, processes_marked, report_dirs, run_dirs, start_cl
 from factory import make_project, scenario, tree_listing
 from standin import actions
 
-from atlante_eval.report import RunReport
+from atlante_eval import RunReport
 
 FORGED = {"runId": "forged", "meta": {"forged": True}, "scenarios": {}}
 

@@ -14,13 +14,18 @@ from pydantic import TypeAdapter
 from standin import StandinHost, actions
 from typer.testing import CliRunner
 
+from atlante_eval import (
+    CheckResult,
+    SessionEnd,
+    SessionUsage,
+    TranscriptEntry,
+    TrialContext,
+    run_eval,
+)
+from atlante_eval._util.patterns import PATTERN_TIMEOUT_MS
 from atlante_eval.checks import CheckContext, run_checks
 from atlante_eval.cli import app
-from atlante_eval.hosts.base import SessionEnd, SessionUsage, TrialContext
-from atlante_eval.patterns import PATTERN_TIMEOUT_MS
-from atlante_eval.report import CheckResult
-from atlante_eval.runner import run_eval
-from atlante_eval.scenarios import AnyCheck
+from atlante_eval.project import AnyCheck
 from atlante_eval.transcript import (
     HeaderEntry,
     ResultEntry,
@@ -29,7 +34,6 @@ from atlante_eval.transcript import (
     SubagentEntry,
     TextEntry,
     ToolCallEntry,
-    TranscriptEntry,
     TruncatedEntry,
 )
 
@@ -290,7 +294,7 @@ def test_schema_scenario_extended_prints_the_schema_extended_documents_declare()
 @pytest.mark.anyio
 async def test_cause_lines_say_why_each_behaviour_check_failed() -> None:
     """The terminal's cause line (run, show) explains a behaviour failure in words."""
-    from atlante_eval.causes import evidence_line
+    from atlante_eval.views.causes import evidence_line
 
     lines = [evidence_line(await _judge(check)) for check in FAILING]
     assert lines[0] == "skill release: 0 found, expected at least 1"
@@ -304,7 +308,7 @@ async def test_cause_lines_say_why_each_behaviour_check_failed() -> None:
 
 def test_regex_fields_name_every_pattern_a_behaviour_check_holds() -> None:
     """What pattern validation (compile check, nested-quantifier warning) must look at."""
-    from atlante_eval.scenarios_behaviour import regex_fields
+    from atlante_eval.project.behaviour import regex_fields
 
     def fields(check: dict[str, Any]) -> list[tuple[str, str]]:
         return regex_fields(CHECK.validate_python(check))

@@ -6,16 +6,16 @@ from typing import Any
 
 import pytest
 
-from atlante_eval.causes import (
+from atlante_eval import CheckResult, TrialResult
+from atlante_eval._util.terminal import printable, shorten
+from atlante_eval.report import MetaConfig, summarize
+from atlante_eval.views.causes import (
     CAUSE_WIDTH,
     check_failures,
     evidence_line,
     no_graded_note,
     trial_cause,
 )
-from atlante_eval.report import CheckResult, MetaConfig, TrialResult
-from atlante_eval.results import summarize
-from atlante_eval.terminal import printable, shorten
 
 CONFIG = MetaConfig(
     trials=3,

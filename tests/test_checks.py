@@ -13,12 +13,9 @@ from typing import Any
 import pytest
 from unprivileged import give_to_nobody, nobody_workspace, python_as_nobody
 
-from atlante_eval import process as process_module
+from atlante_eval import CheckResult
 from atlante_eval.checks import CheckContext, ignore_matcher, run_checks
-from atlante_eval.gitops import Changes, collect_changes, make_baseline
-from atlante_eval.report import CheckResult
-from atlante_eval.scenarios import (
-    Check,
+from atlante_eval.project import (
     CommandCheck,
     DiffAllowlistCheck,
     FileAbsentCheck,
@@ -26,6 +23,10 @@ from atlante_eval.scenarios import (
     FileExistsCheck,
     FileUnchangedCheck,
 )
+from atlante_eval.project.scenarios import Check
+from atlante_eval.trial import Changes, collect_changes
+from atlante_eval.trial import process as process_module
+from atlante_eval.trial.gitops import make_baseline
 
 PY = sys.executable
 
@@ -429,9 +430,9 @@ def test_unreadable_file_is_an_error_and_later_checks_still_run() -> None:
         "import json, sys\n"
         "from pathlib import Path\n"
         "import anyio\n"
-        "from atlante_eval.checks import CheckContext, run_checks\n"
-        "from atlante_eval.gitops import Changes\n"
-        "from atlante_eval.scenarios import FileExistsCheck, FileUnchangedCheck\n"
+        "from atlante_eval.checks.core import CheckContext, run_checks\n"
+        "from atlante_eval.trial.gitops import Changes\n"
+        "from atlante_eval.project.scenarios import FileExistsCheck, FileUnchangedCheck\n"
         "checks = [FileUnchangedCheck(type='file-unchanged', path='README.md'),\n"
         "          FileExistsCheck(type='file-exists', path='src')]\n"
         "context = CheckContext(root=Path(sys.argv[1]), snapshot={'README.md': sys.argv[2]},\n"
@@ -624,7 +625,7 @@ async def test_an_unexpected_exception_in_one_check_is_an_error(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bug inside one check becomes that check's error; the next check still runs."""
-    from atlante_eval import checks as checks_module
+    from atlante_eval.checks import core as checks_module
 
     async def broken(*_args: object) -> checks_module.Outcome:
         raise ValueError("kaboom")

@@ -15,11 +15,10 @@ from factory import make_multi_project, make_project, scenario, tree_listing, wr
 from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
-from atlante_eval import hosts
-from atlante_eval import process as process_module
+from atlante_eval import RunReport, hosts
 from atlante_eval.cli import app
 from atlante_eval.diagnostics import DiagnosticError, error
-from atlante_eval.report import RunReport
+from atlante_eval.trial import process as process_module
 
 GOLDEN = Path(__file__).with_name("golden") / "report.json"
 WRITE_X = actions(
@@ -234,11 +233,11 @@ def test_keep_prints_and_records_sandbox_paths(tmp_path: Path) -> None:
         kept_line = next(line for line in summary.stdout.splitlines() if "sandboxes kept" in line)
         second_root = Path(kept_line.removeprefix("sandboxes kept in "))
         assert second_root.is_dir()
-        from atlante_eval.sandbox import remove_tree
+        from atlante_eval.trial import remove_tree
 
         remove_tree(second_root)
     finally:
-        from atlante_eval.sandbox import remove_tree
+        from atlante_eval.trial import remove_tree
 
         remove_tree(run_root)
 

@@ -19,7 +19,7 @@ from factory import (
 from typer.testing import CliRunner, Result
 
 from atlante_eval.cli import app
-from atlante_eval.scenarios import MAX_TIMEOUT_MS, SCENARIO_SCHEMA_URI
+from atlante_eval.project.scenarios import MAX_TIMEOUT_MS, SCENARIO_SCHEMA_URI
 
 BAD_IDS = [case.id for case in BAD_PROJECTS]
 

@@ -13,13 +13,13 @@ from reports import config, counts, report, trials, write
 from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
+from atlante_eval import ScenarioResult, compare_reports, run_eval
 from atlante_eval.cli import app
-from atlante_eval.compare import compare_reports, gate_fails
-from atlante_eval.compare_render import render_markdown, render_text
-from atlante_eval.report import ScenarioResult
-from atlante_eval.results import summarize
-from atlante_eval.runner import run_eval
-from atlante_eval.stats import fisher_exact_two_sided, holm_adjust
+from atlante_eval.report import summarize
+from atlante_eval.report.compare import gate_fails
+from atlante_eval.stats import holm_adjust
+from atlante_eval.stats.proportions import fisher_exact_two_sided
+from atlante_eval.views.compare_render import render_markdown, render_text
 
 
 def _invoke(*args: str | Path) -> Result:

@@ -11,13 +11,14 @@ from factory import SCENARIO_URI, CheckDoc, scenario, tree_listing, write_json, 
 from unprivileged import give_to_nobody, nobody_workspace, python_as_nobody
 
 from atlante_eval.diagnostics import Diagnostic
-from atlante_eval.discovery import Discovery, discover_scenarios, fixture_problem, glob_files
-from atlante_eval.scenarios import (
-    CHECK_TIMEOUT_DEFAULT_MS,
-    CommandCheck,
-    FileContainsCheck,
-    Origin,
+from atlante_eval.project import CommandCheck, FileContainsCheck
+from atlante_eval.project.discovery import (
+    Discovery,
+    discover_scenarios,
+    fixture_problem,
+    glob_files,
 )
+from atlante_eval.project.scenarios import CHECK_TIMEOUT_DEFAULT_MS, Origin
 
 
 def _root(tmp_path: Path) -> Path:
@@ -612,7 +613,7 @@ def test_fixture_with_unreadable_directory() -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from atlante_eval.discovery import fixture_problem\n"
+        "from atlante_eval.project.discovery import fixture_problem\n"
         "print(fixture_problem(Path(sys.argv[1]), 'fx'))\n"
     )
     with nobody_workspace() as base:

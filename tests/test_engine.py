@@ -14,22 +14,26 @@ from enginekit import InstantHost, make_scenario, native_outputs, plan_of
 from factory import CheckDoc, make_project, scenario
 from standin import StandinHost, actions
 
-from atlante_eval import process as process_module
-from atlante_eval import sandbox as sandbox_module
-from atlante_eval.engine import Engine, EngineOptions
-from atlante_eval.events import (
+from atlante_eval import (
     DiagnosticNotice,
+    EvalRunError,
     ProgressEvent,
     RunFinished,
+    RunReport,
     RunStarted,
     ScenarioFinished,
     ScenarioStarted,
+    SessionEnd,
+    SessionUsage,
+    TrialContext,
     TrialFinished,
+    TrialResult,
     TrialStarted,
+    run_eval,
 )
-from atlante_eval.hosts.base import SessionEnd, SessionUsage, TrialContext
-from atlante_eval.report import RunReport, TrialResult
-from atlante_eval.runner import EvalRunError, run_eval
+from atlante_eval.run.engine import Engine, EngineOptions
+from atlante_eval.trial import process as process_module
+from atlante_eval.trial import sandbox as sandbox_module
 
 
 @pytest.fixture
@@ -785,8 +789,8 @@ async def test_jobs_bounds_concurrent_sessions(tmp_path: Path, jobs: int) -> Non
 @pytest.mark.anyio
 async def test_interrupt_publishes_a_partial_report(tmp_path: Path) -> None:
     """RunControl.interrupt() cancels running trials and publishes what finished."""
-    from atlante_eval.options import RunOptions
-    from atlante_eval.runner import RunControl, execute_run
+    from atlante_eval import RunOptions
+    from atlante_eval.run.runner import RunControl, execute_run
 
     root = project(
         tmp_path,

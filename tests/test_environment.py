@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from atlante_eval.environment import ALLOWED_ENV, allowed_env, git_env, sanitize_proxy
+from atlante_eval._util.environment import ALLOWED_ENV, allowed_env, git_env, sanitize_proxy
 
 PARENT = {
     "PATH": "/usr/bin:/bin",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval import fstree
-from atlante_eval.fstree import OPEN_DIRS, Unreadable, WalkEntry, remove_tree, walk_tree
+from atlante_eval._util import fstree
+from atlante_eval._util.fstree import OPEN_DIRS, Unreadable, WalkEntry, remove_tree, walk_tree
 
 DEPTH = 1500
 

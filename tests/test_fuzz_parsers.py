@@ -25,14 +25,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reports import meta
 
+from atlante_eval import RunReport, SessionUsage, TrialResult, load_suite
+from atlante_eval.choices import TOKEN_CEILING
 from atlante_eval.diagnostics import DiagnosticError
-from atlante_eval.hosts.base import COST_CEILING, TOKEN_CEILING, SessionUsage, run_json_stream
+from atlante_eval.hosts.base import COST_CEILING, run_json_stream
 from atlante_eval.hosts.streams import ERROR_LIMIT, ClaudeStream, OpenCodeStream, close_session
-from atlante_eval.native import NativeOutputsError, read_native_outputs
-from atlante_eval.project import load_project
-from atlante_eval.report import RunReport, TrialResult
-from atlante_eval.results import finalize, summarize
-from atlante_eval.suite import load_suite
+from atlante_eval.project.config import load_project
+from atlante_eval.project.native import NativeOutputsError, read_native_outputs
+from atlante_eval.report import finalize, summarize
 
 FUZZ = settings(
     max_examples=int(os.environ.get("ATLANTE_FUZZ_EXAMPLES", "120")),

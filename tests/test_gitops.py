@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval.gitops import DIFF_LIMIT_CHARS, GitError, collect_changes, make_baseline
+from atlante_eval.trial import GitError, collect_changes
+from atlante_eval.trial.gitops import DIFF_LIMIT_CHARS, make_baseline
 
 
 @pytest.fixture

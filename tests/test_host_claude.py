@@ -14,11 +14,10 @@ from factory import make_project, scenario
 from stubcli import env_of, sessions, write_stub
 from typer.testing import CliRunner
 
+from atlante_eval import HostError, SessionEnd, SessionUsage, TrialContext, load_suite
 from atlante_eval.cli import app
-from atlante_eval.hosts.base import HostError, SessionEnd, SessionUsage, TrialContext
 from atlante_eval.hosts.claude_code import ClaudeCodeHost, claude_settings
-from atlante_eval.sandbox import copy_fixture, write_native_outputs
-from atlante_eval.suite import load_suite
+from atlante_eval.trial.sandbox import copy_fixture, write_native_outputs
 
 ASSISTANT = {
     "type": "assistant",

@@ -20,12 +20,10 @@ from stubcli import (
     write_stub,
 )
 
-from atlante_eval.hosts.base import HostError, SessionEnd, SessionUsage, TrialContext
+from atlante_eval import HostError, SessionEnd, SessionUsage, TrialContext, load_suite, run_eval
 from atlante_eval.hosts.opencode import OPENCODE_IGNORED_CHANGES, OpenCodeHost
 from atlante_eval.hosts.opencode_config import build_config, check_inline_config, v1_policy
-from atlante_eval.runner import run_eval
-from atlante_eval.sandbox import copy_fixture, write_native_outputs
-from atlante_eval.suite import load_suite
+from atlante_eval.trial.sandbox import copy_fixture, write_native_outputs
 
 STEP = {"type": "step_finish", "part": {"tokens": {"total": 350}, "cost": 0.01}}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from atlante_eval.hosts.base import SessionUsage
+from atlante_eval import SessionUsage
 from atlante_eval.hosts.streams import (
     ClaudeStream,
     OpenCodeStream,
@@ -19,7 +19,7 @@ from atlante_eval.hosts.streams import (
     normalize_tokens,
     status_reason,
 )
-from atlante_eval.process import ProcessResult
+from atlante_eval.trial import ProcessResult
 
 DATA = Path(__file__).with_name("data") / "hosts"
 

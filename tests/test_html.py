@@ -17,10 +17,11 @@ from reports import counts, report, write
 from standin import StandinHost, actions
 from test_reports_io import REFERENCE_REPORT
 
-from atlante_eval.compare import compare_reports
-from atlante_eval.html import render as render_module
-from atlante_eval.html import render_compare_html, render_run_html
-from atlante_eval.html.svg import (
+from atlante_eval import CheckResult, RunReport, TrialResult, compare_reports, load_report, run_eval
+from atlante_eval.report import summarize
+from atlante_eval.views.html import render as render_module
+from atlante_eval.views.html import render_compare_html, render_run_html
+from atlante_eval.views.html.svg import (
     ForestRow,
     SeriesPoint,
     forest_plot,
@@ -29,7 +30,7 @@ from atlante_eval.html.svg import (
     strip_plot,
     usage_line,
 )
-from atlante_eval.html.trial import (
+from atlante_eval.views.html.trial import (
     PAGE_BUDGET_CHARS,
     PAGE_DIFF_CHARS,
     PAGE_ENTRIES,
@@ -38,10 +39,6 @@ from atlante_eval.html.trial import (
     TRIAL_MIN_CHARS,
     allowances,
 )
-from atlante_eval.report import CheckResult, RunReport, TrialResult
-from atlante_eval.reports_io import load_report
-from atlante_eval.results import summarize
-from atlante_eval.runner import run_eval
 
 ENTRY = Path(__file__).with_name("standin_cli.py")
 INJECT = '<script>window.__pwned=1</script><img src=x onerror="alert(1)">'
@@ -395,8 +392,7 @@ async def test_run_writes_report_html_unless_asked_not_to(tmp_path: Path) -> Non
 @pytest.mark.anyio
 async def test_a_run_stopped_part_way_still_writes_report_html(tmp_path: Path) -> None:
     """A run that stops on an error publishes a partial report, and its page with it."""
-    from atlante_eval.events import TrialFinished
-    from atlante_eval.runner import EvalRunError
+    from atlante_eval import EvalRunError, TrialFinished
 
     project = make_project(
         tmp_path / "p",

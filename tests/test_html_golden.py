@@ -14,11 +14,10 @@ from pathlib import Path
 
 from reports import counts, report, trials, write
 
-from atlante_eval.compare import compare_reports
-from atlante_eval.html import render_compare_html, render_history_html, render_run_html
-from atlante_eval.html.history import LoadedReport
-from atlante_eval.report import CheckResult, TrialResult
-from atlante_eval.results import summarize
+from atlante_eval import CheckResult, TrialResult, compare_reports
+from atlante_eval.report import summarize
+from atlante_eval.views.html import render_compare_html, render_history_html, render_run_html
+from atlante_eval.views.html.history import LoadedReport
 
 GOLDEN = Path(__file__).with_name("golden")
 _VOID = {"meta", "link", "br", "img", "input", "hr", "rect", "line", "circle", "polyline"}
@@ -133,7 +132,7 @@ def _run_dir(tmp_path: Path) -> Path:
 
 def test_run_page_structure(tmp_path: Path) -> None:
     run_dir = _run_dir(tmp_path)
-    from atlante_eval.reports_io import load_report
+    from atlante_eval import load_report
 
     page = render_run_html(load_report(run_dir), run_dir=run_dir, links_from=run_dir)
     golden("html-run.txt", outline(page))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from atlante_eval.html import render_run_html
+from atlante_eval.views.html import render_run_html
 from bench.bench_html import SCENARIOS, SIZE_BUDGET_BYTES, TRIALS, build
 
 

@@ -31,8 +31,7 @@ from isolationkit import (
 )
 from standin import StandinHost, actions
 
-from atlante_eval.report import RunReport
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, run_eval
 
 Mode = Literal["none", "os"]
 Runner = Literal["agent", "check"]

@@ -18,7 +18,7 @@ from isolationkit import require_bwrap
 
 from atlante_eval.isolation.bwrap import Confinement, executable_inside, install_roots
 from atlante_eval.isolation.preflight import require_os_isolation
-from atlante_eval.process import run_process
+from atlante_eval.trial import run_process
 
 ENV = {"PATH": "/usr/bin:/bin"}
 

@@ -18,10 +18,10 @@ from factory import make_project, scenario
 from isolationkit import kill_groups, processes_with, require_bwrap
 from standin import StandinHost, actions
 
+from atlante_eval import run_eval
 from atlante_eval.isolation.bwrap import Confinement
 from atlante_eval.isolation.preflight import require_os_isolation
-from atlante_eval.process import run_process
-from atlante_eval.runner import run_eval
+from atlante_eval.trial import run_process
 
 
 def _project(tmp_path: Path, token: str) -> Path:

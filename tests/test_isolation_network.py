@@ -22,14 +22,8 @@ from factory import make_project, scenario
 from isolationkit import ATTACK_SCRIPT, listener, outcomes, require_bwrap
 from standin import StandinHost, actions
 
-from atlante_eval.isolation.endpoints import (
-    Endpoint,
-    EndpointError,
-    endpoints_in_env,
-    parse_endpoint,
-)
-from atlante_eval.report import RunReport
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, run_eval
+from atlante_eval._util.endpoints import Endpoint, EndpointError, endpoints_in_env, parse_endpoint
 
 HELLO = {"write": "hello.txt", "content": "hi\n"}
 

@@ -22,13 +22,12 @@ from isolationkit import require_bwrap
 from standin import StandinHost
 from typer.testing import CliRunner, Result
 
+from atlante_eval import run_eval, run_selftest
 from atlante_eval.cli import app
 from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.isolation.bwrap import Confinement
 from atlante_eval.isolation.preflight import require_os_isolation
-from atlante_eval.project import load_project
-from atlante_eval.runner import run_eval
-from atlante_eval.selftest import run_selftest
+from atlante_eval.project.config import load_project
 
 REFUSING_BWRAP = """#!/bin/sh
 echo "bwrap: setting up uid map: Permission denied" >&2

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 from isolationkit import listener
 
-from atlante_eval.isolation.endpoints import Endpoint
+from atlante_eval._util.endpoints import Endpoint
 from atlante_eval.isolation.proxy import FilterProxy, serve_proxy
 
 

@@ -22,9 +22,7 @@ from factory import make_project, scenario
 from isolationkit import ATTACK_SCRIPT, require_bwrap
 from standin import StandinHost, actions
 
-from atlante_eval.events import TrialFinished
-from atlante_eval.report import RunReport
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, TrialFinished, run_eval
 
 #: Generous bound on the whole orchestration; never reached on a working machine.
 _DEADLINE_S = 300

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from unprivileged import give_to_nobody, nobody_workspace, python_as_nobody
 
-from atlante_eval.jsondoc import (
+from atlante_eval._util.jsondoc import (
     MAX_DOCUMENT_BYTES,
     DocumentParseError,
     DocumentReadError,
@@ -95,7 +95,7 @@ def test_read_document_reports_permission_errors() -> None:
     """An unreadable file raises DocumentReadError, not PermissionError (run as ``nobody``)."""
     code = (
         "import sys\n"
-        "from atlante_eval.jsondoc import DocumentReadError, read_document\n"
+        "from atlante_eval._util.jsondoc import DocumentReadError, read_document\n"
         "try:\n"
         "    read_document(sys.argv[1])\n"
         "except DocumentReadError as exc:\n"
@@ -172,7 +172,7 @@ def test_a_trailing_comma_is_reported_at_its_bracket_on_every_python(
 @pytest.mark.parametrize("at_comma", [False, True])
 def test_the_hint_reads_both_parser_positions(at_comma: bool) -> None:
     """The hint gives the same answer from the 3.11 position and the 3.13 position."""
-    from atlante_eval.jsondoc import _strict_json_hint
+    from atlante_eval._util.jsondoc import _strict_json_hint
 
     text = '{"a": 1 ,\n }'
     offset = text.index(",") if at_comma else text.index("}")

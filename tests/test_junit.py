@@ -11,10 +11,11 @@ from reports import report, write
 from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
-from atlante_eval import runner
+from atlante_eval import CheckResult, RunReport, TrialResult, junit_xml
 from atlante_eval.cli import app
-from atlante_eval.junit import MAX_BODY_CHARS, MAX_EVIDENCE_CHARS, MAX_MESSAGE_CHARS, junit_xml
-from atlante_eval.report import CheckResult, RunReport, TrialAttempt, TrialResult
+from atlante_eval.report import TrialAttempt
+from atlante_eval.run import runner
+from atlante_eval.views.junit import MAX_BODY_CHARS, MAX_EVIDENCE_CHARS, MAX_MESSAGE_CHARS
 
 FAILED_CHECK = CheckResult(
     index=1,

@@ -17,19 +17,19 @@ from atlante_eval.choices import SCHEMA_KINDS
 #: runs, comparison and its renderers, other report formats (HTML and its templates),
 #: the terminal library.
 _DEFERRED = (
-    "atlante_eval.adaptive",
-    "atlante_eval.adaptive_render",
-    "atlante_eval.compare",
-    "atlante_eval.compare_render",
-    "atlante_eval.sequential",
-    "atlante_eval.merge",
-    "atlante_eval.junit",
-    "atlante_eval.show",
-    "atlante_eval.show_render",
-    "atlante_eval.schemas",
-    "atlante_eval.fielddocs",
-    "atlante_eval.selftest",
-    "atlante_eval.html",
+    "atlante_eval.run.adaptive",
+    "atlante_eval.views.adaptive_render",
+    "atlante_eval.report.compare",
+    "atlante_eval.views.compare_render",
+    "atlante_eval.stats.sequential",
+    "atlante_eval.report.merge",
+    "atlante_eval.views.junit",
+    "atlante_eval.views.show",
+    "atlante_eval.views.show_render",
+    "atlante_eval.project.schemas",
+    "atlante_eval._util.fielddocs",
+    "atlante_eval.selftest.core",
+    "atlante_eval.views.html",
     "jinja2",
     "regex",  # the check matcher: loaded with the first pattern a scenario declares
     "rich",
@@ -53,15 +53,15 @@ def test_the_run_path_imports_none_of_the_deferred_modules() -> None:
         """
         import json, sys
         import atlante_eval.cli
-        import atlante_eval.runner
+        import atlante_eval.run.runner
         import atlante_eval.hosts.opencode
         import atlante_eval.hosts.claude_code
         print(json.dumps(sorted(sys.modules)))
         """
     )
     loaded = set(json.loads(out))
-    assert "atlante_eval.runner" in loaded
-    assert "atlante_eval.engine" in loaded
+    assert "atlante_eval.run.runner" in loaded
+    assert "atlante_eval.run.engine" in loaded
     assert sorted(m for m in _DEFERRED if m in loaded) == []
 
 
@@ -69,8 +69,8 @@ def test_no_field_docstring_is_read_before_a_schema_is_asked_for() -> None:
     out = _python(
         """
         import json
-        from atlante_eval.report import TrialResult
-        from atlante_eval.scenarios import ScenarioDocument
+        from atlante_eval.report.models import TrialResult
+        from atlante_eval.project.scenarios import ScenarioDocument
         print(json.dumps([TrialResult.model_fields["verdict"].description,
                           ScenarioDocument.model_fields["name"].description]))
         """
@@ -96,7 +96,7 @@ _config.ConfigWrapper.for_model = classmethod(_eager)
 
 _SCHEMAS = """
 import json
-from atlante_eval.schemas import json_schema, SCHEMA_KINDS
+from atlante_eval.project.schemas import json_schema, SCHEMA_KINDS
 print(json.dumps({kind: json_schema(kind) for kind in SCHEMA_KINDS}))
 """
 
@@ -116,9 +116,9 @@ def test_models_built_before_the_schema_still_validate_after_it() -> None:
     out = _python(
         """
         import json
-        from atlante_eval.report import TrialResult
+        from atlante_eval.report.models import TrialResult
         before = TrialResult(i=0, verdict="pass", duration_ms=1)
-        from atlante_eval.schemas import json_schema
+        from atlante_eval.project.schemas import json_schema
         json_schema("report")
         after = TrialResult.model_validate(before.model_dump(by_alias=True))
         print(json.dumps([after == before, TrialResult.model_fields["verdict"].description]))

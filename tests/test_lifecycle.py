@@ -8,8 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from atlante_eval.lifecycle import ActiveRun, run_lifecycle
-from atlante_eval.report import REPORT_FILE, Meta, MetaConfig, ScenarioResult
+from atlante_eval import Meta, ScenarioResult
+from atlante_eval.report import REPORT_FILE, MetaConfig
+from atlante_eval.run.lifecycle import ActiveRun, run_lifecycle
 
 CONFIG = MetaConfig(
     trials=1,

@@ -9,15 +9,15 @@ import sys
 
 import pytest
 
-from atlante_eval.logs import bind_context, configure_logging, get_logger, unbind_context
+from atlante_eval._util.logs import bind_context, configure_logging, get_logger, unbind_context
 
 
 def test_a_silent_run_path_never_imports_structlog() -> None:
     """Importing the runner and logging with logging unconfigured leaves structlog unloaded."""
     code = (
-        "import sys, atlante_eval.runner\n"
-        "from atlante_eval.logs import get_logger\n"
-        "get_logger('atlante_eval.engine').info('trial.start', trial=0)\n"
+        "import sys, atlante_eval.run.runner\n"
+        "from atlante_eval._util.logs import get_logger\n"
+        "get_logger('atlante_eval.run.engine').info('trial.start', trial=0)\n"
         "print('structlog' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -29,9 +29,9 @@ def test_json_events_carry_the_bound_context(capsys: pytest.CaptureFixture[str])
     configure_logging("json")
     try:
         bind_context(run_id="r-1", host="opencode")
-        get_logger("atlante_eval.engine").info("trial.start", scenario="s", trial=2)
+        get_logger("atlante_eval.run.engine").info("trial.start", scenario="s", trial=2)
         unbind_context("run_id", "host")
-        get_logger("atlante_eval.engine").info("run.end")
+        get_logger("atlante_eval.run.engine").info("run.end")
     finally:
         configure_logging("none")
         logging.getLogger("atlante_eval").propagate = True

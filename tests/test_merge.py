@@ -13,13 +13,11 @@ from reports import config, meta, write
 from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
+from atlante_eval import RunReport, TrialResult, load_report, merge_reports, run_eval
 from atlante_eval.cli import app
 from atlante_eval.diagnostics import DiagnosticError
-from atlante_eval.merge import ShardReport, merge_reports, parse_shard_label
-from atlante_eval.report import OriginInfo, RunReport, TrialResult
-from atlante_eval.reports_io import load_report
-from atlante_eval.results import finalize, summarize
-from atlante_eval.runner import run_eval
+from atlante_eval.report import OriginInfo, finalize, summarize
+from atlante_eval.report.merge import ShardReport, parse_shard_label
 
 TRIALS = 4
 SHARDS = 3

@@ -15,7 +15,7 @@ from factory import tree_listing, write_native
 
 from atlante_eval.choices import HostName
 from atlante_eval.diagnostics import DiagnosticError
-from atlante_eval.native import (
+from atlante_eval.project.native import (
     MANIFESTS,
     NativeOutputsError,
     read_native_outputs,

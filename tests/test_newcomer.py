@@ -19,10 +19,10 @@ from factory import make_project, scenario
 from standin import StandinHost, actions
 from stubcli import calls, write_stub
 
+from atlante_eval import RunOptions
 from atlante_eval.hosts import TrialContext
 from atlante_eval.hosts.claude_code import ClaudeCodeHost, claude_settings
-from atlante_eval.options import RunOptions
-from atlante_eval.runner import execute_run
+from atlante_eval.run.runner import execute_run
 
 CONSOLE = Path(sys.executable).with_name("atlante-eval")
 OUT_CHECK = [{"type": "file-exists", "path": "out.txt"}]
@@ -642,7 +642,7 @@ def test_python_api_doc_names_every_exported_name_and_no_private_helper() -> Non
     text = (REPO / "docs" / "python-api.md").read_text(encoding="utf-8")
     missing = [name for name in atlante_eval.__all__ if f"`{name}" not in text]
     assert missing == []
-    assert "atlante_eval.process" not in text
+    assert "atlante_eval.trial.process" not in text
 
 
 def test_readme_set_up_is_a_venv_then_exactly_install_and_test() -> None:

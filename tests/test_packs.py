@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 from factory import SCHEMA_V02, make_pack, make_project, scenario, tree_listing, write_json
 
+from atlante_eval import load_suite
 from atlante_eval.diagnostics import Diagnostic, DiagnosticError
-from atlante_eval.packs import (
+from atlante_eval.project.config import load_project
+from atlante_eval.project.packs import (
     discover_pack_suites,
     include_diagnostics,
     is_included,
     parse_package_locator,
     select_packs,
 )
-from atlante_eval.project import load_project
-from atlante_eval.suite import load_suite
 
 PACK = "@acme/review"
 SUITE = {"scenarios": "eval/scenarios/*.eval.json"}

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval.paths import UnsafePathError, resolve_no_follow
-from atlante_eval.sandbox import SandboxError, resolve_fixture
+from atlante_eval._util.paths import UnsafePathError, resolve_no_follow
+from atlante_eval.trial import SandboxError
+from atlante_eval.trial.sandbox import resolve_fixture
 
 
 @pytest.mark.parametrize("relative", ["../up", "/abs", "a/../../b"])

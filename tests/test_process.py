@@ -20,14 +20,9 @@ from proctools import (
     wait_dead,
 )
 
-from atlante_eval import process as process_module
-from atlante_eval.process import (
-    MAX_LINE_BYTES,
-    HeadBuffer,
-    TailBuffer,
-    kill_all_process_groups,
-    run_process,
-)
+from atlante_eval.trial import kill_all_process_groups, run_process
+from atlante_eval.trial import process as process_module
+from atlante_eval.trial.process import MAX_LINE_BYTES, HeadBuffer, TailBuffer
 
 PY = sys.executable
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}

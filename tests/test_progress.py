@@ -8,17 +8,20 @@ from pathlib import Path
 import pytest
 from enginekit import make_scenario
 
-from atlante_eval.events import (
+from atlante_eval import (
     RunFinished,
     RunStarted,
     ScenarioFinished,
+    ScenarioResult,
     ScenarioStarted,
     TrialFinished,
+    TrialResult,
     TrialStarted,
 )
-from atlante_eval.progress import ProgressPrinter, format_duration, trial_detail, use_color
-from atlante_eval.report import MetaConfig, ScenarioResult, Spread, TrialResult
-from atlante_eval.results import scenario_result
+from atlante_eval.report import MetaConfig
+from atlante_eval.report.models import Spread
+from atlante_eval.run.summary import scenario_result
+from atlante_eval.views.progress import ProgressPrinter, format_duration, trial_detail, use_color
 
 
 class Tty(io.StringIO):

@@ -10,12 +10,12 @@ import pytest
 from factory import SCHEMA_V01, SCHEMA_V02, make_project, tree_listing, write_json, write_text
 
 from atlante_eval.diagnostics import Diagnostic, DiagnosticError
-from atlante_eval.project import (
+from atlante_eval.project import find_config
+from atlante_eval.project.config import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_TOKENS,
     DEFAULT_TIMEOUT_MS,
     DEFAULT_TRIALS,
-    find_config,
     load_project,
 )
 

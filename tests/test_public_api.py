@@ -89,7 +89,8 @@ def test_import_is_light() -> None:
     """Importing the package does not import the engine, pydantic models or anyio."""
     code = (
         "import sys, atlante_eval\n"
-        "heavy = [m for m in ('atlante_eval.engine', 'anyio', 'pydantic') if m in sys.modules]\n"
+        "heavy = [m for m in ('atlante_eval.run.engine', 'anyio', 'pydantic')"
+        " if m in sys.modules]\n"
         "print(','.join(heavy))"
     )
     out = subprocess.run(

@@ -8,14 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval import publish
-from atlante_eval.publish import (
-    PublishError,
-    atomic_write,
+from atlante_eval.report import PublishError, atomic_write, new_run_id, publish
+from atlante_eval.report.publish import (
     check_below,
     check_no_symlinks,
     ensure_gitignore,
-    new_run_id,
     reserve_run_dir,
 )
 

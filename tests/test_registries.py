@@ -5,15 +5,16 @@ from __future__ import annotations
 import typing
 from typing import get_args
 
-from atlante_eval.checks import CHECK_KINDS
+from atlante_eval.checks.core import CHECK_KINDS
 from atlante_eval.choices import CheckType, CoreCheckType, HostName
-from atlante_eval.hosts.registry import HOST_FACTORIES, STREAM_PARSERS
-from atlante_eval.native import MANIFESTS
-from atlante_eval.preflight import HOST_BUILTIN_AGENTS
-from atlante_eval.scenarios import AnyCheck, Check
-from atlante_eval.selftest_findings import CHECK_WORDING
-from atlante_eval.validation import CHECK_TAGS
-from atlante_eval.writers import (
+from atlante_eval.hosts import HOST_FACTORIES, STREAM_PARSERS
+from atlante_eval.project import AnyCheck
+from atlante_eval.project.native import MANIFESTS
+from atlante_eval.project.preflight import HOST_BUILTIN_AGENTS
+from atlante_eval.project.scenarios import Check
+from atlante_eval.project.validation import CHECK_TAGS
+from atlante_eval.selftest.findings import CHECK_WORDING
+from atlante_eval.views.formats import (
     COMPARE_WRITERS,
     RUN_REPORT_WRITERS,
     CompareFormat,
@@ -38,7 +39,7 @@ def test_host_tables_have_exactly_the_host_names() -> None:
 
 def test_the_project_config_accepts_exactly_the_host_names() -> None:
     """eval.host and eval.hosts are typed with the same HostName literal."""
-    from atlante_eval.project import EvalConfig
+    from atlante_eval.project.config import EvalConfig
 
     hints = typing.get_type_hints(EvalConfig)
     assert hints["host"] is HostName

@@ -16,8 +16,8 @@ from enginekit import MASKS
 from factory import make_project, scenario
 from standin import actions
 
-from atlante_eval.journal import read_journal
-from atlante_eval.report import RunReport
+from atlante_eval import RunReport
+from atlante_eval.run.journal import read_journal
 
 #: Fields that differ between an uninterrupted run and a resumed one by design.
 RESUME_MASKS = [
@@ -98,7 +98,7 @@ def test_sigkill_at_every_stage_never_leaves_a_torn_report(tmp_path: Path) -> No
 _WRITER = r"""
 import sys
 from pathlib import Path
-from atlante_eval.publish import atomic_write
+from atlante_eval.report.publish import atomic_write
 directory = Path(sys.argv[1])
 data = Path(sys.argv[2]).read_bytes()
 print("ready", flush=True)

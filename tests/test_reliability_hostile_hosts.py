@@ -28,10 +28,9 @@ from clikit import (
 from factory import make_project, scenario
 from standin import StandinHost, actions
 
-from atlante_eval import process as process_module
-from atlante_eval.process import MAX_LINE_BYTES
-from atlante_eval.report import RunReport, TrialResult
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, TrialResult, run_eval
+from atlante_eval.trial import process as process_module
+from atlante_eval.trial.process import MAX_LINE_BYTES
 
 GRACE_S = 0.5
 TIMEOUT_MS = 1500

@@ -22,10 +22,8 @@ from clikit import (
 from factory import make_project, scenario
 from standin import StandinHost, actions
 
-from atlante_eval import process as process_module
-from atlante_eval.events import ProgressEvent, TrialFinished
-from atlante_eval.report import RunReport
-from atlante_eval.runner import run_eval
+from atlante_eval import ProgressEvent, RunReport, TrialFinished, run_eval
+from atlante_eval.trial import process as process_module
 
 #: SIGTERM-to-SIGKILL grace period used by these tests.
 GRACE_S = 0.5

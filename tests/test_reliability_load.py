@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval import process as process_module
-from atlante_eval.fstree import OPEN_DIRS
+from atlante_eval._util.fstree import OPEN_DIRS
+from atlante_eval.trial import process as process_module
 from bench.bench_load import load_run, soak
 
 #: Trials and concurrency of the reduced load run (the benchmark runs 500 at 32).

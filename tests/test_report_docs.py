@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from atlante_eval.report import RunReport
-from atlante_eval.schemas import json_schema
+from atlante_eval import RunReport
+from atlante_eval.project.schemas import json_schema
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "report.md"
 

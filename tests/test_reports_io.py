@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from reports import counts, report, write
 
+from atlante_eval import load_report
 from atlante_eval.diagnostics import DiagnosticError
-from atlante_eval.reports_io import load_report
-from atlante_eval.results import statistics_of
+from atlante_eval.report import statistics_of
 
 # A report as the reference TypeScript tool writes it: no additive field at all.
 REFERENCE_REPORT: dict[str, Any] = {

@@ -10,10 +10,11 @@ import pytest
 from factory import make_project, scenario
 from standin import StandinHost, actions
 
+from atlante_eval import RunOptions
 from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.hosts import HostError
-from atlante_eval.options import RunOptions, run_options
-from atlante_eval.runner import execute_run
+from atlante_eval.run import run_options
+from atlante_eval.run.runner import execute_run
 
 
 class PickyHost(StandinHost):

@@ -15,21 +15,19 @@ import anyio
 import pytest
 from enginekit import make_scenario, native_outputs
 
-from atlante_eval import process as process_module
-from atlante_eval import sandbox as sandbox_module
-from atlante_eval.sandbox import (
+from atlante_eval.project import Scenario
+from atlante_eval.trial import (
     Sandbox,
     SandboxError,
-    copy_fixture,
     create_run_root,
     file_digest,
     remove_tree,
-    resolve_fixture,
     trial_dirs,
     trial_sandbox,
-    write_native_outputs,
 )
-from atlante_eval.scenarios import Scenario
+from atlante_eval.trial import process as process_module
+from atlante_eval.trial import sandbox as sandbox_module
+from atlante_eval.trial.sandbox import copy_fixture, resolve_fixture, write_native_outputs
 
 PY = sys.executable
 

@@ -21,9 +21,8 @@ from clikit import isolated_tmpdir, processes_marked, run_dirs
 from factory import make_project, scenario
 from standin import StandinHost, actions
 
-from atlante_eval import process as process_module
-from atlante_eval.report import RunReport, TrialResult
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, TrialResult, run_eval
+from atlante_eval.trial import process as process_module
 
 EDITS = (
     {"write": "README.md", "content": "edited by the agent\n"},

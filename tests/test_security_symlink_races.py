@@ -21,10 +21,10 @@ import pytest
 from enginekit import InstantHost, native_outputs
 from factory import make_project, scenario
 
+from atlante_eval import EvalRunError, ProgressEvent, RunStarted, TrialStarted, run_eval
 from atlante_eval.diagnostics import DiagnosticError
-from atlante_eval.events import ProgressEvent, RunStarted, TrialStarted
-from atlante_eval.runner import EvalRunError, run_eval
-from atlante_eval.sandbox import SandboxError, copy_fixture, write_native_outputs
+from atlante_eval.trial import SandboxError
+from atlante_eval.trial.sandbox import copy_fixture, write_native_outputs
 
 
 @pytest.fixture

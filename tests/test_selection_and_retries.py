@@ -10,12 +10,10 @@ import pytest
 from factory import make_project, scenario
 from standin import StandinHost, actions
 
+from atlante_eval import DiagnosticNotice, ProgressEvent, RunOptions, RunReport
 from atlante_eval.diagnostics import DiagnosticError
-from atlante_eval.events import DiagnosticNotice, ProgressEvent
 from atlante_eval.hosts import SessionEnd, SessionUsage, TrialContext
-from atlante_eval.options import RunOptions
-from atlante_eval.report import RunReport
-from atlante_eval.runner import execute_run
+from atlante_eval.run.runner import execute_run
 
 OUT_CHECK = [{"type": "file-exists", "path": "out.txt"}]
 WRITES = actions({"write": "out.txt", "content": "x"})

@@ -15,10 +15,10 @@ import pytest
 from factory import CheckDoc, make_project, scenario, write_json, write_text
 from typer.testing import CliRunner, Result
 
+from atlante_eval import RunReport, run_selftest
 from atlante_eval.cli import app
 from atlante_eval.diagnostics import CODES, Diagnostic, DiagnosticError
-from atlante_eval.report import RunReport
-from atlante_eval.selftest import SELFTEST_HOST, SelftestOutcome, run_selftest
+from atlante_eval.selftest.core import SELFTEST_HOST, SelftestOutcome
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "examples" / "quickstart"
@@ -155,12 +155,7 @@ def test_selftest_writes_synthetic_transcripts(quickstart: SelftestOutcome) -> N
     """Each agent has a transcript: header and session start as host selftest, the
     reference agent's file changes as write tool calls, and a result."""
     from atlante_eval import load_transcript
-    from atlante_eval.transcript import (
-        HeaderEntry,
-        ResultEntry,
-        SessionStartEntry,
-        ToolCallEntry,
-    )
+    from atlante_eval.transcript import HeaderEntry, ResultEntry, SessionStartEntry, ToolCallEntry
 
     run_dir = quickstart.report_path.parent
     fix = quickstart.report.scenarios["fix-median"]

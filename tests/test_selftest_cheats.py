@@ -11,8 +11,9 @@ import anyio
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario, write_json, write_text
 from typer.testing import CliRunner
 
+from atlante_eval import run_selftest
 from atlante_eval.cli import app
-from atlante_eval.selftest import SelftestOutcome, run_selftest
+from atlante_eval.selftest.core import SelftestOutcome
 
 #: A task with a real test: the agent must fix ``calc.py`` so ``test_calc.py`` passes.
 CALC_FIXTURE = {

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from atlante_eval.compare import fixed_trials
-from atlante_eval.sequential import SequentialDesign, assess, look_schedule
-from atlante_eval.sequential_sim import fixed_power, fixed_trials_for_power, simulate
+from atlante_eval.report.compare import fixed_trials
+from atlante_eval.stats.sequential import SequentialDesign, assess, look_schedule
+from atlante_eval.stats.simulation import fixed_power, fixed_trials_for_power, simulate
 
 ALPHA = 0.05
 RUNS = 2000

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval import show as show_module
-from atlante_eval.show import read_transcript, transcript_file
-from atlante_eval.show_render import timeline_lines
+from atlante_eval.views import show as show_module
+from atlante_eval.views.show import read_transcript, transcript_file
+from atlante_eval.views.show_render import timeline_lines
 
 
 def test_read_transcript_keeps_whatever_a_line_holds_as_raw(tmp_path: Path) -> None:

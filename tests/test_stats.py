@@ -1,4 +1,4 @@
-"""Tests for atlante_eval.stats, pinned to published values where the literature has them.
+"""Tests for atlante_eval.stats.proportions, pinned to published values from the literature.
 
 Sources of the hard-coded numbers:
 - Wilson: Newcombe (1998a), Stat Med 17:857-872, Table I, method 3 (score, no correction).
@@ -19,24 +19,26 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from atlante_eval import stats
 from atlante_eval.stats import (
     ProportionComparison,
     benjamini_hochberg_adjust,
     compare_proportions,
-    fisher_exact_two_sided,
     holm_adjust,
-    mean,
     newcombe_difference_interval,
+    scenario_statistics,
+    trials_needed,
+    verdict,
+    wilson_interval,
+)
+from atlante_eval.stats import proportions as stats
+from atlante_eval.stats.proportions import (
+    fisher_exact_two_sided,
+    mean,
     p95_nearest_rank,
     pass_at_k,
     pass_hat_k,
     percentile_nearest_rank,
-    scenario_statistics,
     stability,
-    trials_needed,
-    verdict,
-    wilson_interval,
 )
 
 

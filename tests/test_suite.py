@@ -16,8 +16,8 @@ from factory import (
     write_native,
 )
 
+from atlante_eval import Suite, load_suite
 from atlante_eval.diagnostics import DiagnosticError
-from atlante_eval.suite import Suite, load_suite
 
 
 def _load(root: Path, **kwargs: object) -> Suite:

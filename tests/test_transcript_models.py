@@ -8,13 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval.transcript import (
-    HeaderEntry,
-    RawEntry,
-    ToolCallEntry,
-    TranscriptError,
-    load_transcript,
-)
+from atlante_eval import load_transcript
+from atlante_eval.transcript import HeaderEntry, RawEntry, ToolCallEntry, TranscriptError
 
 
 def _write(path: Path, *lines: object) -> Path:

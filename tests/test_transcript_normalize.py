@@ -11,8 +11,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from atlante_eval import TranscriptEntry
+from atlante_eval.hosts.claude_transcript import ClaudeNormalizer
+from atlante_eval.hosts.opencode_transcript import OpenCodeNormalizer
 from atlante_eval.transcript import (
     ErrorEntry,
+    Normalizer,
     RawEntry,
     ResultEntry,
     SessionStartEntry,
@@ -20,11 +24,9 @@ from atlante_eval.transcript import (
     SubagentEntry,
     TextEntry,
     ToolCallEntry,
-    TranscriptEntry,
     UsageEntry,
     parse_entry,
 )
-from atlante_eval.transcript_normalize import ClaudeNormalizer, Normalizer, OpenCodeNormalizer
 
 HERE = Path(__file__).parent / "data" / "hosts"
 

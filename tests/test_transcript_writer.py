@@ -10,17 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval.run_files import RunFiles
+from atlante_eval import load_transcript
+from atlante_eval.hosts.opencode_transcript import OpenCodeNormalizer
+from atlante_eval.report import RunFiles
 from atlante_eval.transcript import (
+    RAW_FILE,
     ErrorEntry,
     RawEntry,
     TextEntry,
     ToolCallEntry,
+    TranscriptWriter,
     TruncatedEntry,
-    load_transcript,
 )
-from atlante_eval.transcript_normalize import OpenCodeNormalizer
-from atlante_eval.transcript_writer import RAW_FILE, TranscriptLimits, TranscriptWriter
+from atlante_eval.transcript.writer import TranscriptLimits
 
 SECRET = 'sk-"quoted"\\slash-0123456789'
 

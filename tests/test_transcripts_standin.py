@@ -14,10 +14,9 @@ from clikit import cleaned_up, report_dirs, start_cli
 from factory import make_project, scenario
 from standin import StandinHost, actions
 
-from atlante_eval import load_transcript
-from atlante_eval.report import RunReport
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, load_transcript, run_eval
 from atlante_eval.transcript import (
+    RAW_FILE,
     ErrorEntry,
     HeaderEntry,
     RawEntry,
@@ -26,7 +25,7 @@ from atlante_eval.transcript import (
     ToolCallEntry,
     TruncatedEntry,
 )
-from atlante_eval.transcript_writer import DEFAULT_LIMITS, RAW_FILE
+from atlante_eval.transcript.writer import DEFAULT_LIMITS
 
 MIB = 1024 * 1024
 
@@ -259,7 +258,7 @@ def test_secrets_would_be_stored_without_redaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The breach the test above guards against is real: with redaction off, the key is stored."""
-    from atlante_eval import transcript_writer
+    from atlante_eval.transcript import writer as transcript_writer
 
     monkeypatch.setattr(transcript_writer, "MIN_SECRET_LENGTH", 10**6)
     secret_key = "sk-live-0123456789abcdef"

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from atlante_eval import treestate
-from atlante_eval.treestate import blob_id, changed_paths, display_path, take_snapshot
+from atlante_eval._util.paths import display_path
+from atlante_eval.trial import treestate
+from atlante_eval.trial.treestate import blob_id, changed_paths, take_snapshot
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from clikit import ENTRY, cli_env, kill_marked
 
-from atlante_eval.fstree import remove_tree
+from atlante_eval._util.fstree import remove_tree
 
 NOBODY = 65534
 DROP = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]

@@ -19,8 +19,8 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
     from test_html_golden import _run_dir
 
-    from atlante_eval.html import render_run_html
-    from atlante_eval.reports_io import load_report
+    from atlante_eval import load_report
+    from atlante_eval.views.html import render_run_html
 
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = _run_dir(Path(tmp))

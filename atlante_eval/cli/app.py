@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand
 
+from .._util.terminal import safe_diagnostic, use_color
 from .._version import __version__
-from ..terminal import safe_diagnostic, use_color
 
 if TYPE_CHECKING:
     from typer import _click as click  # the click typer bundles: types only

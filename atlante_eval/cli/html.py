@@ -56,7 +56,7 @@ def html(
 
     def action() -> int:
         from ..diagnostics import DiagnosticError, error
-        from ..outputs import check_output_paths
+        from ..report import check_output_paths
 
         if (report is None) == (history is None):
             raise DiagnosticError(
@@ -79,8 +79,8 @@ def html(
 
 
 def _report(report: Path, output: Path | None) -> int:
-    from ..reports_io import load_report, report_path
-    from ..writers import RUN_REPORT_WRITERS, PublishedReport
+    from ..report import load_report, report_path
+    from ..views.formats import RUN_REPORT_WRITERS, PublishedReport
 
     file = report_path(report)
     loaded = load_report(file)
@@ -123,7 +123,7 @@ def _refuse_foreign(target: Path) -> None:
 
 def _history(directory: Path, output: Path | None) -> int:
     from ..diagnostics import DiagnosticError, error
-    from ..writers import ReportWriter
+    from ..views.formats import ReportWriter
 
     if output is None:
         raise DiagnosticError(
@@ -146,8 +146,8 @@ def _history(directory: Path, output: Path | None) -> int:
                 )
             ]
         )
-    from ..html import render_history_html
-    from ..html.history import collect_reports
+    from ..views.html import render_history_html
+    from ..views.html.history import collect_reports
 
     reports, notes = collect_reports(directory)
     print_diagnostics(notes)

@@ -16,7 +16,7 @@ from .app import PathArg, app, choice, guarded, print_diagnostics, print_json
 if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
     from ..hosts import Host
-    from ..suite import Suite
+    from ..project import Suite
 
 __all__ = ["list_scenarios", "schema", "validate"]
 
@@ -78,8 +78,7 @@ def _validated(path: Path | None, *, probe: bool) -> tuple[Suite, Host | None]:
 
     from ..diagnostics import DiagnosticError
     from ..hosts import create_host
-    from ..preflight import model_diagnostics
-    from ..suite import load_suite
+    from ..project import load_suite, model_diagnostics
 
     suite = load_suite(path)
     config = suite.project.eval
@@ -189,8 +188,8 @@ def list_scenarios(
     """List the discovered scenarios: name, source, origin, agent and checks."""
 
     def action() -> int:
-        from ..suite import load_suite
-        from ..terminal import printable
+        from .._util.terminal import printable
+        from ..project import load_suite
 
         suite = load_suite(path, verify_native=False)
         included = {s.name for s in suite.scenarios}
@@ -258,7 +257,7 @@ def schema(
 
     def action() -> int:
         from ..diagnostics import DiagnosticError, error
-        from ..schemas import json_schema
+        from ..project.schemas import json_schema
 
         if kind not in SCHEMA_KINDS:
             raise DiagnosticError(

@@ -1,6 +1,6 @@
 """Commands over published reports: ``compare``, ``junit`` and ``merge``.
 
-Each command reads reports with :func:`atlante_eval.reports_io.load_report`
+Each command reads reports with :func:`atlante_eval.report.loading.load_report`
 (``report-unreadable``, exit 2) and writes files atomically.
 """
 
@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
+from .._util.terminal import use_color
 from ..choices import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn
-from ..terminal import use_color
 from .app import app, guarded, print_diagnostics
 
 __all__ = ["compare", "junit", "merge"]
@@ -99,12 +99,12 @@ def compare(
     """
 
     def action() -> int:
-        from ..compare import compare_reports, gate_fails
-        from ..compare_render import render_markdown, render_text
+        from .._util.paths import display_path
         from ..diagnostics import DiagnosticError, error
-        from ..outputs import check_output_paths
-        from ..reports_io import display_path, load_report, report_path
-        from ..writers import COMPARE_WRITERS
+        from ..report import check_output_paths, load_report, report_path
+        from ..report.compare import compare_reports, gate_fails
+        from ..views.compare_render import render_markdown, render_text
+        from ..views.formats import COMPARE_WRITERS
 
         check_output_paths({"--markdown": markdown, "--html": html})
         alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
@@ -163,9 +163,8 @@ def junit(
     """
 
     def action() -> int:
-        from ..outputs import check_output_paths
-        from ..reports_io import load_report
-        from ..writers import RUN_REPORT_WRITERS, PublishedReport
+        from ..report import check_output_paths, load_report
+        from ..views.formats import RUN_REPORT_WRITERS, PublishedReport
 
         check_output_paths({"--output": output})
         loaded = PublishedReport(load_report(report))
@@ -225,13 +224,17 @@ def merge(
     """
 
     def action() -> int:
+        from .._util.paths import display_path
         from ..diagnostics import DiagnosticError, error
-        from ..merge import ShardReport, merge_reports
-        from ..outputs import check_output_paths
-        from ..progress import render_summary
-        from ..publish import reserve_report_dir
-        from ..report import REPORT_FILE
-        from ..reports_io import display_path, load_report, report_path
+        from ..report import (
+            REPORT_FILE,
+            check_output_paths,
+            load_report,
+            report_path,
+            reserve_report_dir,
+        )
+        from ..report.merge import ShardReport, merge_reports
+        from ..views.progress import render_summary
 
         if out is not None and output is not None:
             raise DiagnosticError(
@@ -289,7 +292,7 @@ def _fraction(flag: str, raw: str | None, default: float, *, allow_one: bool) ->
 
 
 def _write(path: Path, data: bytes, *, what: str, replace: bool = True) -> None:
-    from ..publish import PublishError, atomic_write, report_failed
+    from ..report import PublishError, atomic_write, report_failed
 
     try:
         atomic_write(path, data, replace=replace)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from .._util.terminal import printable, use_color
 from ..choices import Isolation, LogFormat
-from ..terminal import printable, use_color
 from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
 
 #: Most trials per scenario (``--max-trials``, ``--min-trials``), as for ``--trials``.
@@ -20,9 +20,9 @@ _MOST_TRIALS = 50
 if TYPE_CHECKING:
     import anyio
 
-    from ..options import RunOptions
     from ..report import RunReport
-    from ..runner import RunControl, RunOutcome
+    from ..run import RunOptions
+    from ..run.runner import RunControl, RunOutcome
 
 __all__ = ["run"]
 
@@ -202,9 +202,9 @@ def run(
     def action() -> int:
         import anyio
 
-        from ..logs import configure_logging
-        from ..options import MAX_RETRY_INFRA, run_options
-        from ..outputs import check_output_paths
+        from .._util.logs import configure_logging
+        from ..report import check_output_paths
+        from ..run import MAX_RETRY_INFRA, run_options
 
         configure_logging(log_format)
         options = run_options(
@@ -243,8 +243,8 @@ async def _run_async(
     import anyio
 
     from ..diagnostics import DiagnosticError
-    from ..progress import ProgressPrinter
-    from ..runner import EvalRunError, RunControl, execute_run
+    from ..run.runner import EvalRunError, RunControl, execute_run
+    from ..views.progress import ProgressPrinter
 
     control = RunControl()
     printer = ProgressPrinter(sys.stderr)
@@ -279,7 +279,7 @@ def _write_junit(report: RunReport, path: Path | None) -> int:
     if path is None:
         return 0
     from ..diagnostics import DiagnosticError
-    from ..writers import RUN_REPORT_WRITERS, PublishedReport
+    from ..views.formats import RUN_REPORT_WRITERS, PublishedReport
 
     try:
         RUN_REPORT_WRITERS["junit"].write(PublishedReport(report), path, option="--junit")
@@ -290,7 +290,7 @@ def _write_junit(report: RunReport, path: Path | None) -> int:
 
 
 def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool) -> None:
-    from ..progress import render_summary
+    from ..views.progress import render_summary
 
     if as_json:
         if any(t.budget_unmonitored for t in report.all_trials()):
@@ -337,7 +337,7 @@ async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
     """First SIGINT/SIGTERM: interrupt the run gracefully. Second: stop at once."""
     import anyio
 
-    from ..process import kill_all_process_groups
+    from ..trial import kill_all_process_groups
 
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:

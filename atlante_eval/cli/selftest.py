@@ -19,7 +19,7 @@ from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnosti
 
 if TYPE_CHECKING:
     from ..report import TrialResult
-    from ..selftest import (
+    from ..selftest.core import (
         AgentName,
         AgentOutcome,
         ScenarioSelftest,
@@ -113,7 +113,7 @@ def render_selftest(result: SelftestResult) -> str:
 
 
 def _progress(scenario: str, agent: AgentName, result: TrialResult) -> None:
-    from ..progress import format_duration
+    from ..views.progress import format_duration
 
     typer.echo(
         f"{scenario} · {agent} agent: {result.verdict} ({format_duration(result.duration_ms)})",
@@ -182,8 +182,8 @@ def selftest(
     def action() -> int:
         import anyio
 
-        from ..outputs import check_output_paths
-        from ..selftest import run_selftest
+        from ..report import check_output_paths
+        from ..selftest.core import run_selftest
 
         check_output_paths({}, {"--out": out})
 

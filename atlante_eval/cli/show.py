@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..terminal import use_color
+from .._util.terminal import use_color
 from .app import OutOption, app, guarded
 
 if TYPE_CHECKING:
@@ -61,9 +61,9 @@ def show(
     """
 
     def action() -> int:
-        from ..reports_io import load_report
-        from ..show import locate_run, run_view, scenario_view, select, trial_view
-        from ..show_render import make_console, render_run, render_scenario, render_trial
+        from ..report import load_report
+        from ..views.show import locate_run, run_view, scenario_view, select, trial_view
+        from ..views.show_render import make_console, render_run, render_scenario, render_trial
 
         path = locate_run(run, project=project, out=out)
         report = load_report(path)

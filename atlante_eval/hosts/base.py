@@ -19,19 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..jsondoc import join_surrogates
-from ..native import NativeOutputs
-from ..process import ProcessResult, run_process
+from .._util.jsondoc import join_surrogates
+from ..choices import TOKEN_CEILING
+from ..project import NativeOutputs, Scenario
 from ..report import model_version_of
-from ..scenarios import Scenario
+from ..trial import ProcessResult, run_process
 
 if TYPE_CHECKING:
-    from ..transcript_normalize import Normalizer
-    from ..transcript_writer import TranscriptWriter
+    from ..transcript import Normalizer, TranscriptWriter
 
 __all__ = [
     "COST_CEILING",
-    "TOKEN_CEILING",
     "Host",
     "HostError",
     "SessionEnd",
@@ -44,8 +42,6 @@ __all__ = [
 ]
 
 
-#: The largest token count a session records (2**53, exact as a float).
-TOKEN_CEILING = 2**53
 #: The largest cost magnitude (USD) a session records.
 COST_CEILING = 1e12
 

@@ -19,9 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._util.paths import UnsafePathError, resolve_no_follow
 from ..diagnostics import DiagnosticError, error
-from ..paths import UnsafePathError, resolve_no_follow
-from ..transcript_normalize import ClaudeNormalizer
 from .base import (
     CliHost,
     HostError,
@@ -31,6 +30,7 @@ from .base import (
     run_json_stream,
     secret_values,
 )
+from .claude_transcript import ClaudeNormalizer
 from .credentials import (
     CLAUDE_AUTH_ENV,
     ClaudeAuthMode,

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from ..process import run_process
+from ..trial import run_process
 from .versions import PROBE_TIMEOUT_S
 
 __all__ = [

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..environment import allowed_env
+from .._util.environment import allowed_env
 
 __all__ = ["TRIAL_DIRS", "session_env", "trial_dirs"]
 

@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..diagnostics import DiagnosticError, error
-from ..transcript_normalize import OpenCodeNormalizer
 from .base import (
     CliHost,
     HostError,
@@ -48,6 +47,7 @@ from .opencode_config import (
     config_target,
     write_config,
 )
+from .opencode_transcript import OpenCodeNormalizer
 from .streams import OpenCodeStream, close_session
 from .versions import VersionRange, probe_version
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..jsondoc import DocumentParseError, parse_document
-from ..paths import UnsafePathError, resolve_no_follow
+from .._util.jsondoc import DocumentParseError, parse_document
+from .._util.paths import UnsafePathError, resolve_no_follow
 
 __all__ = [
     "CONFIG_CANDIDATES",

@@ -1,7 +1,7 @@
 """The built-in hosts, keyed by :data:`~atlante_eval.choices.HostName`.
 
 Adding a host is its module under ``hosts/`` plus one entry in each table here
-(and its manifest in :data:`atlante_eval.native.MANIFESTS`); ``tests/test_registries.py``
+(and its manifest in :data:`atlante_eval.project.native.MANIFESTS`); ``tests/test_registries.py``
 fails until every table has exactly the names of ``HostName``.
 """
 

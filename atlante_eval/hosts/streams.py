@@ -26,7 +26,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..process import ProcessResult
+from ..choices import TOKEN_CEILING
+from ..transcript import TranscriptEntry, UsageEntry
+from ..trial import ProcessResult
 from .base import SessionEnd, SessionUsage
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "HTTP_REASONS",
     "ClaudeStream",
     "OpenCodeStream",
+    "UsageSnapshots",
     "bounded",
     "close_session",
     "find_model",
@@ -456,3 +459,22 @@ def close_session(
     if host_error is not None and error_when_ok:
         return SessionEnd(error=host_error)
     return SessionEnd()
+
+
+#: A budget no real session reaches: the normalizers' private usage never cancels anything.
+_UNBOUNDED = TOKEN_CEILING * 2
+
+
+class UsageSnapshots:
+    """Emit a :class:`UsageEntry` whenever the shared stream parser's figures change."""
+
+    def __init__(self) -> None:
+        self.usage = SessionUsage(_UNBOUNDED)
+        self._last: tuple[int | None, float | None] = (None, None)
+
+    def snapshot(self, t: int, ts: str | None) -> list[TranscriptEntry]:
+        current = (self.usage.tokens, self.usage.cost)
+        if current == self._last or current == (None, None):
+            return []
+        self._last = current
+        return [UsageEntry(t=t, ts=ts, tokens=current[0], cost_usd=current[1])]

@@ -18,7 +18,7 @@ from pathlib import Path
 import semver
 
 from ..diagnostics import DiagnosticError, error
-from ..process import run_process
+from ..trial import run_process
 
 __all__ = [
     "PROBE_TIMEOUT_S",

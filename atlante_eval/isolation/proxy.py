@@ -17,8 +17,8 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from ..logs import get_logger
-from .endpoints import Endpoint, EndpointError, parse_endpoint
+from .._util.endpoints import Endpoint, EndpointError, parse_endpoint
+from .._util.logs import get_logger
 
 __all__ = ["FilterProxy", "serve_proxy"]
 

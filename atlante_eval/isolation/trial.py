@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..process import SpawnWrapper
+from .._util.endpoints import HOST_ENDPOINTS, Endpoint, endpoints_in_env, parse_endpoint
 from ..report import DeniedAccess
+from ..trial import SpawnWrapper
 from .bwrap import FORWARDER_PORT, Confinement, NetworkAccess
-from .endpoints import HOST_ENDPOINTS, Endpoint, endpoints_in_env, parse_endpoint
 from .proxy import FilterProxy, serve_proxy
 
 __all__ = ["IsolationSettings", "Phase", "TrialIsolation", "open_trial_isolation"]

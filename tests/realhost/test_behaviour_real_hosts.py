@@ -19,8 +19,7 @@ import anyio
 import pytest
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario
 
-from atlante_eval.report import RunReport, TrialResult
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, TrialResult, run_eval
 
 from .fixtures import require_hosts
 from .mock_model import CallTool, MockModelServer, Reply, RunBash, Script, WriteFile

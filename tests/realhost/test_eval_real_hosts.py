@@ -36,8 +36,7 @@ import pytest
 from factory import CheckDoc, make_project, scenario
 from isolationkit import require_bwrap
 
-from atlante_eval.report import RunReport, TrialResult
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, TrialResult, run_eval
 
 from .fixtures import require_hosts
 from .hostrun import proxy_trap_env

@@ -25,9 +25,7 @@ import anyio
 import pytest
 from factory import make_project, scenario
 
-from atlante_eval import load_transcript
-from atlante_eval.report import RunReport, TrialResult
-from atlante_eval.runner import run_eval
+from atlante_eval import RunReport, TranscriptEntry, TrialResult, load_transcript, run_eval
 from atlante_eval.transcript import (
     ErrorEntry,
     HeaderEntry,
@@ -36,7 +34,6 @@ from atlante_eval.transcript import (
     SkillEntry,
     SubagentEntry,
     ToolCallEntry,
-    TranscriptEntry,
 )
 
 from .fixtures import require_hosts

@@ -21,7 +21,7 @@ import anyio
 import pytest
 from factory import make_project, scenario
 
-from atlante_eval.runner import run_eval
+from atlante_eval import run_eval
 
 from .fixtures import require_hosts
 from .mock_model import MockModelServer, Reply, RunBash, Script, WriteFile

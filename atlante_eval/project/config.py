@@ -1,0 +1,383 @@
+"""Find and load the project's ``atlante.jsonc`` / ``atlante.json`` and its eval section.
+
+Only what eval needs is validated: ``$schema``, ``hosts``, ``extends`` and the
+``eval`` section (strictly). The rest of the document (agents, skills, values,
+options, ...) belongs to ``atlante build`` and is left alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from .._util.endpoints import EndpointError, parse_endpoint
+from .._util.jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
+from ..choices import HostName
+from ..diagnostics import ATLANTE_ABOUT, DiagnosticError, Location, error
+from .scenarios import MAX_TIMEOUT_MS
+from .validation import NonEmptyStr, StrictModel, location_of, validation_diagnostics
+
+__all__ = [
+    "CONFIG_FILENAMES",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TIMEOUT_MS",
+    "DEFAULT_TRIALS",
+    "MAX_TRIALS",
+    "SCHEMA_URIS",
+    "Budget",
+    "EvalConfig",
+    "HostName",
+    "IsolationMode",
+    "NetworkConfig",
+    "Project",
+    "ProjectDocument",
+    "find_config",
+    "load_project",
+]
+
+#: Document schema URIs and their versions.
+SCHEMA_URIS: dict[str, Literal["0.1", "0.2"]] = {
+    "https://atlante.sh/schema/v0.1/schema.json": "0.1",
+    "https://atlante.sh/schema/v0.2/schema.json": "0.2",
+}
+#: Configuration file names, in no order of preference (both present is an error).
+CONFIG_FILENAMES = ("atlante.jsonc", "atlante.json")
+
+#: Trials per scenario when the budget does not say.
+DEFAULT_TRIALS = 3
+#: Most trials per scenario a budget (or ``--trials``) may ask for.
+MAX_TRIALS = 50
+#: Host-session timeout per trial when the budget does not say (ten minutes).
+DEFAULT_TIMEOUT_MS = 600_000
+#: Host sessions per run when the budget does not say.
+DEFAULT_MAX_SESSIONS = 15
+#: Per-trial token threshold when the budget does not say.
+DEFAULT_MAX_TOKENS = 400_000
+_CONFIG_DOCS = "see docs/configuration.md"
+
+
+def _default_hosts() -> list[HostName]:
+    return ["opencode"]
+
+
+def _version(info: ValidationInfo) -> str:
+    context = info.context if isinstance(info.context, dict) else {}
+    return str(context.get("schema_version", "0.2"))
+
+
+class Budget(StrictModel):
+    """The run budget; absent fields take the defaults."""
+
+    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = DEFAULT_TRIALS
+    """Trials per scenario (1-50)."""
+    timeout_ms: Annotated[int, Field(ge=1, le=MAX_TIMEOUT_MS)] = DEFAULT_TIMEOUT_MS
+    """Host-session wall-clock limit per trial, in milliseconds (at most one hour)."""
+    max_sessions: Annotated[int, Field(ge=1)] = DEFAULT_MAX_SESSIONS
+    """Host sessions per run; later trials become ``skipped-budget``."""
+    max_tokens: Annotated[int, Field(ge=1)] = DEFAULT_MAX_TOKENS
+    """Token threshold per trial, enforced from the host's cumulative usage events."""
+
+
+IsolationMode = Literal["none", "os"]
+"""How trials are contained: ``none`` (tool policy) or ``os`` (namespaces; docs/isolation.md)."""
+
+
+class NetworkConfig(StrictModel):
+    """``eval.network``: what a trial under ``os`` isolation may reach besides the model."""
+
+    allow: list[NonEmptyStr] = Field(default_factory=list)
+    """Extra ``host:port`` destinations (or ``host`` for port 443, or URLs) the host
+    session and setup may reach."""
+
+    @field_validator("allow")
+    @classmethod
+    def _endpoints(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                parse_endpoint(entry)
+            except EndpointError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+
+class EvalConfig(StrictModel):
+    """The project's ``eval`` section."""
+
+    host: HostName
+    """The host runner; v0.1 documents admit only ``opencode``."""
+    scenarios: NonEmptyStr | None = None
+    """Glob of scenario documents, relative to the project root."""
+    include: Annotated[list[NonEmptyStr], Field(min_length=1)] | None = None
+    """Package or package-preset locators whose pack suites may run."""
+    model: NonEmptyStr | None = None
+    """Model passed to the host; omitted uses the host default."""
+    budget: Budget = Field(default_factory=Budget)
+    """Run budget."""
+    isolation: IsolationMode = "none"
+    """How trials are contained (additive; ``run --isolation`` overrides it)."""
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    """Network allow list under ``os`` isolation (additive)."""
+
+    @field_validator("host")
+    @classmethod
+    def _host_for_version(cls, value: str, info: ValidationInfo) -> str:
+        if _version(info) == "0.1" and value != "opencode":
+            raise ValueError(
+                'v0.1 documents admit only "opencode"; use the v0.2 schema for "claude-code"'
+            )
+        return value
+
+    @field_validator("include")
+    @classmethod
+    def _unique_include(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("eval.include must not contain duplicate locators")
+        return value
+
+    @model_validator(mode="after")
+    def _scenarios_or_include(self) -> EvalConfig:
+        if self.scenarios is None and self.include is None:
+            raise ValueError('the eval section needs "scenarios", "include", or both')
+        return self
+
+
+class ProjectDocument(BaseModel):
+    """The parts of the project document eval reads; other keys are the build's."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True, populate_by_name=True)
+
+    schema_uri: str = Field(alias="$schema")
+    """Document schema URI (v0.1 or v0.2)."""
+    hosts: Annotated[list[HostName], Field(min_length=1)] = Field(default_factory=_default_hosts)
+    """Host materialization targets."""
+    extends: NonEmptyStr | Annotated[list[NonEmptyStr], Field(min_length=1)] | None = None
+    """Preset locator or ordered preset layers."""
+    eval: EvalConfig | None = None
+    """The eval section."""
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("hosts must not contain duplicates")
+        if _version(info) == "0.1" and any(host != "opencode" for host in value):
+            raise ValueError('v0.1 documents admit only "opencode" in hosts')
+        return value
+
+    @property
+    def extends_list(self) -> tuple[str, ...]:
+        """``extends`` as a tuple (empty when absent)."""
+        if self.extends is None:
+            return ()
+        return (self.extends,) if isinstance(self.extends, str) else tuple(self.extends)
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    """A loaded project: its root, configuration file and validated document."""
+
+    root: Path
+    config_path: Path
+    schema_version: Literal["0.1", "0.2"]
+    document: ProjectDocument
+    text: str
+
+    @property
+    def source(self) -> str:
+        """The configuration file name, as shown in diagnostics."""
+        return self.config_path.name
+
+    @property
+    def eval(self) -> EvalConfig:
+        """The eval section (load_project guarantees it exists)."""
+        assert self.document.eval is not None
+        return self.document.eval
+
+
+def find_config(path: Path | str | None = None) -> Path:
+    """Return the configuration file for ``path`` (a directory or a file; default cwd).
+
+    Raises:
+        DiagnosticError: no configuration (``eval-not-configured``) or both file
+            names present (``ambiguous-config``).
+    """
+    target = Path.cwd() if path is None else Path(path)
+    target = target.absolute()
+    if target.is_dir():
+        found = [target / name for name in CONFIG_FILENAMES if (target / name).is_file()]
+        if len(found) == 2:
+            raise DiagnosticError(
+                [
+                    error(
+                        "ambiguous-config",
+                        f"both atlante.jsonc and atlante.json exist in {target}; "
+                        "refusing to choose",
+                        next="remove one of them, or pass the file to use explicitly",
+                    )
+                ]
+            )
+        if found:
+            return found[0]
+        raise DiagnosticError(
+            [
+                error(
+                    "eval-not-configured",
+                    f"no Atlante configuration found in {target}",
+                    expected="atlante.jsonc or atlante.json",
+                    next="pass the project directory, or create one with `atlante init` "
+                    f"({ATLANTE_ABOUT})",
+                )
+            ]
+        )
+    if target.is_file():
+        return target
+    raise DiagnosticError(
+        [
+            error(
+                "eval-not-configured",
+                f"no Atlante configuration found at {target}",
+                expected="a project directory, atlante.jsonc or atlante.json",
+                next=f"check the path, or create a project with `atlante init` ({ATLANTE_ABOUT})",
+            )
+        ]
+    )
+
+
+def load_project(path: Path | str | None = None) -> Project:
+    """Load and validate the project at ``path`` (directory or config file; default cwd).
+
+    Raises:
+        DiagnosticError: every problem found, with exit code 2.
+    """
+    config_path = find_config(path)
+    source = config_path.name
+    jsonc = not config_path.name.endswith(".json")
+    try:
+        text = read_document(config_path, follow_symlinks=True)
+    except DocumentReadError as exc:
+        raise DiagnosticError(
+            [
+                error(
+                    "config-unreadable",
+                    f"the configuration {exc}",
+                    source=source,
+                    next="save the configuration as a UTF-8 text file of at most 1 MiB",
+                )
+            ]
+        ) from None
+    try:
+        value = parse_document(text, jsonc=jsonc)
+    except DocumentParseError as exc:
+        raise DiagnosticError(
+            [
+                error(
+                    "malformed-jsonc",
+                    f"malformed {'JSONC' if jsonc else 'JSON'}: {exc.message}",
+                    source=source,
+                    location=Location(line=exc.line, column=exc.column),
+                    next="fix the syntax error at the position shown",
+                )
+            ]
+        ) from None
+    if not isinstance(value, dict):
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-document",
+                    f"the configuration must be a JSON object, not {_json_kind(value)}",
+                    source=source,
+                    location=Location(line=1, column=1),
+                    next=f"wrap the configuration in {{...}}; {_CONFIG_DOCS}",
+                )
+            ]
+        )
+    declared = value.get("$schema")
+    version = SCHEMA_URIS.get(declared) if isinstance(declared, str) else None
+    if version is None:
+        raise DiagnosticError(
+            [
+                error(
+                    "unsupported-schema",
+                    f"unsupported configuration $schema {declared!r}"
+                    if declared is not None
+                    else "the configuration has no $schema",
+                    source=source,
+                    pointer="/$schema",
+                    location=location_of(text, "/$schema"),
+                    expected=" or ".join(SCHEMA_URIS),
+                    next='set "$schema" to one of the expected URIs',
+                )
+            ]
+        )
+    try:
+        document = ProjectDocument.model_validate(value, context={"schema_version": version})
+    except ValidationError as exc:
+        raise DiagnosticError(
+            validation_diagnostics(
+                exc,
+                code="invalid-document",
+                source=source,
+                text=text,
+                value=value,
+                next_step=f"fix the value at the position shown; {_CONFIG_DOCS}",
+            )
+        ) from None
+    if document.eval is None:
+        raise DiagnosticError(
+            [
+                error(
+                    "eval-not-configured",
+                    "the configuration has no eval section",
+                    source=source,
+                    next='add an "eval" section with a host and a scenarios glob '
+                    "(see docs/configuration.md)",
+                )
+            ]
+        )
+    if document.eval.host not in document.hosts:
+        raise DiagnosticError(
+            [
+                error(
+                    "eval-host-not-materialized",
+                    f'eval.host "{document.eval.host}" is not one of the document hosts '
+                    f"{document.hosts}",
+                    source=source,
+                    pointer="/eval/host",
+                    location=location_of(text, "/eval/host"),
+                    expected=" or ".join(f'"{host}"' for host in document.hosts),
+                    next=f'add "{document.eval.host}" to "hosts", run `atlante build` '
+                    f"({ATLANTE_ABOUT}) and try again",
+                )
+            ]
+        )
+    return Project(
+        root=config_path.parent,
+        config_path=config_path,
+        schema_version=version,
+        document=document,
+        text=text,
+    )
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"

@@ -1,0 +1,195 @@
+"""Every validation gate that runs before a trial, in the reference's order.
+
+:func:`load_suite` loads the project, discovers local and pack scenarios, checks
+names, ``eval.include``, the ``--scenario`` filter and pack host compatibility,
+and verifies the native outputs of the last build. It returns a :class:`Suite`
+ready to plan, or raises :class:`DiagnosticError` with every problem found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from wcmatch import fnmatch
+
+from ..diagnostics import Diagnostic, DiagnosticError, error, warning
+from .config import Project, load_project
+from .discovery import GLOB_LIMIT, PatternLimitException, discover_scenarios
+from .native import NativeOutputs, verify_native_outputs
+from .packs import discover_pack_suites, include_diagnostics, is_included
+from .preflight import agent_diagnostics, git_diagnostics, name_diagnostics
+from .scenarios import Origin, Scenario
+from .validation import location_of
+
+__all__ = ["Suite", "load_suite"]
+
+_NAME_FLAGS = fnmatch.BRACE
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """A validated, selected set of scenarios and the verified harness they run against."""
+
+    project: Project
+    scenarios: tuple[Scenario, ...]
+    """Selected scenarios, sorted by name."""
+    native: NativeOutputs | None
+    """Verified native outputs (``None`` only when verification was skipped)."""
+    warnings: tuple[Diagnostic, ...]
+    discovered: tuple[Scenario, ...]
+    """Every discovered scenario, before filtering and inclusion."""
+
+
+def _duplicates(scenarios: Sequence[Scenario]) -> list[Diagnostic]:
+    seen: dict[str, Scenario] = {}
+    problems = []
+    for scenario in scenarios:
+        earlier = seen.get(scenario.name)
+        if earlier is None:
+            seen[scenario.name] = scenario
+            continue
+        problems.append(
+            error(
+                "duplicate-scenario-name",
+                f'scenario name "{scenario.name}" is declared by both {earlier.source} '
+                f"and {scenario.source}",
+                source=scenario.source,
+                pointer="/name",
+                next="rename one of the scenarios",
+            )
+        )
+    return problems
+
+
+def _check_filters(filters: Sequence[str]) -> None:
+    """Refuse a ``--scenario`` pattern whose braces expand to too many patterns."""
+    for pattern in filters:
+        try:
+            fnmatch.compile(pattern, flags=_NAME_FLAGS, limit=GLOB_LIMIT)
+        except PatternLimitException:
+            raise DiagnosticError(
+                [
+                    error(
+                        "invalid-option",
+                        f"--scenario {pattern[:60]!r} expands to more than {GLOB_LIMIT} patterns",
+                        next="use fewer brace alternatives, or several --scenario options",
+                    )
+                ]
+            ) from None
+
+
+def load_suite(
+    path: Path | str | None = None,
+    *,
+    scenario_filter: Sequence[str] = (),
+    verify_native: bool = True,
+) -> Suite:
+    """Run every pre-trial gate for the project at ``path`` and return the selected suite.
+
+    Args:
+        path: project directory or configuration file (default: cwd).
+        scenario_filter: names or glob patterns (``*``, ``?``, ``[...]``, ``{a,b}``)
+            to keep (``--scenario``); empty keeps all.
+        verify_native: verify the native outputs of the last build (gate 10), then
+            that every ``task.agent`` is defined and ``git`` is on ``PATH``.
+
+    Raises:
+        DiagnosticError: any validation problem (exit code 2); warnings ride along.
+    """
+    project = load_project(path)
+    config = project.eval
+    problems: list[Diagnostic] = []
+    local: tuple[Scenario, ...] = ()
+    if config.scenarios is not None:
+        found = discover_scenarios(
+            project.root,
+            config.scenarios,
+            origin=Origin(kind="project", root=project.root),
+            glob_source=project.source,
+            glob_location=location_of(project.text, "/eval/scenarios"),
+        )
+        local = found.scenarios
+        problems.extend(found.diagnostics)
+    suites = discover_pack_suites(project)
+    problems.extend(suites.diagnostics)
+    discovered = tuple(sorted((*local, *suites.scenarios), key=lambda s: (s.name, s.source)))
+    problems.extend(_duplicates(discovered))
+    problems.extend(name_diagnostics(discovered))
+    if any(problem.severity == "error" for problem in problems):
+        raise DiagnosticError(problems)
+    discovery_warnings = [problem for problem in problems if problem.severity == "warning"]
+
+    include_problems = include_diagnostics(project, suites)
+    if include_problems:
+        raise DiagnosticError(include_problems)
+
+    selected = list(discovered)
+    _check_filters(scenario_filter)
+    if scenario_filter:
+        names = sorted({s.name for s in discovered})
+        unknown = sorted(
+            f for f in set(scenario_filter) if not fnmatch.filter(names, f, flags=_NAME_FLAGS)
+        )
+        if unknown:
+            raise DiagnosticError(
+                [
+                    error(
+                        "unknown-scenario-filter",
+                        f"--scenario matches no discovered scenario: {', '.join(unknown)}",
+                        expected=", ".join(names) or "(none discovered)",
+                        next="check the names with `atlante-eval list`",
+                    )
+                ]
+            )
+        selected = [
+            s for s in selected if fnmatch.fnmatch(s.name, list(scenario_filter), flags=_NAME_FLAGS)
+        ]
+
+    warnings: list[Diagnostic] = list(discovery_warnings)
+    kept: list[Scenario] = []
+    for scenario in selected:
+        if is_included(scenario, config.include):
+            kept.append(scenario)
+            continue
+        warnings.append(
+            warning(
+                "pack-scenario-not-included",
+                f'pack scenario "{scenario.name}" from {scenario.origin.label} is not run: '
+                "its pack is not in eval.include",
+                source=scenario.source,
+                next=f'add "{scenario.origin.package_name}" to eval.include to run it',
+            )
+        )
+
+    incompatible = [
+        error(
+            "eval-pack-host-incompatible",
+            f'pack scenario "{s.name}" from {s.origin.label} declares host "{s.declared_host}", '
+            f'but the project runs "{config.host}"',
+            source=s.source,
+            expected=f'a suite for "{config.host}" or a host-neutral suite',
+            next="remove the pack from eval.include, or switch eval.host",
+        )
+        for s in kept
+        if s.declared_host is not None and s.declared_host != config.host
+    ]
+    if incompatible:
+        raise DiagnosticError([*incompatible, *warnings])
+
+    native = verify_native_outputs(project.root, config.host) if verify_native else None
+    if native is not None:
+        environment = [
+            *agent_diagnostics(kept, native, config.host),
+            *git_diagnostics(),
+        ]
+        if environment:
+            raise DiagnosticError([*environment, *warnings])
+    return Suite(
+        project=project,
+        scenarios=tuple(sorted(kept, key=lambda s: s.name)),
+        native=native,
+        warnings=tuple(warnings),
+        discovered=discovered,
+    )

@@ -1,0 +1,122 @@
+"""The run report: its models, how it is summarised, read, published, merged and compared.
+
+:mod:`.models` is the ``report.json`` format (pydantic, the reference's field
+names); :mod:`.events` the progress events a run emits; :mod:`.results` summarises
+trials into scenario results; :mod:`.loading` reads a report back;
+:mod:`.publish` writes files atomically into a reserved run directory;
+:mod:`.run_files` is the run directory's layout, opened without following links;
+:mod:`.outputs` checks output paths up front. :mod:`.merge` and :mod:`.compare`
+(imported by their module path, off the launch path) merge shards and compare two
+runs.
+"""
+
+from __future__ import annotations
+
+from .events import (
+    DiagnosticNotice,
+    ProgressEvent,
+    RunFinished,
+    RunStarted,
+    ScenarioFinished,
+    ScenarioLooked,
+    ScenarioStarted,
+    TrialFinished,
+    TrialStarted,
+)
+from .loading import load_report, report_path
+from .models import (
+    REPORT_FILE,
+    Activity,
+    AdaptiveDecision,
+    AdaptiveLook,
+    AdaptiveRecord,
+    AdaptiveScenario,
+    AdaptiveStop,
+    CheckResult,
+    CheckVerdict,
+    CleanupFailure,
+    DeniedAccess,
+    Meta,
+    MetaConfig,
+    OriginInfo,
+    OutputModel,
+    RunReport,
+    ScenarioResult,
+    TamperedFile,
+    ToolCallCounts,
+    TrialAttempt,
+    TrialResult,
+    Verdict,
+    model_version_of,
+    utc_timestamp,
+)
+from .outputs import check_output_paths
+from .publish import (
+    PublishError,
+    ReportDir,
+    atomic_write,
+    check_unchanged,
+    new_run_id,
+    publish_error,
+    report_base,
+    report_failed,
+    reserve_report_dir,
+    tampering_warning,
+)
+from .results import finalize, statistics_of, summarize
+from .run_files import TRIALS_DIR, RunFiles, TrialFiles
+
+__all__ = [
+    "REPORT_FILE",
+    "TRIALS_DIR",
+    "Activity",
+    "AdaptiveDecision",
+    "AdaptiveLook",
+    "AdaptiveRecord",
+    "AdaptiveScenario",
+    "AdaptiveStop",
+    "CheckResult",
+    "CheckVerdict",
+    "CleanupFailure",
+    "DeniedAccess",
+    "DiagnosticNotice",
+    "Meta",
+    "MetaConfig",
+    "OriginInfo",
+    "OutputModel",
+    "ProgressEvent",
+    "PublishError",
+    "ReportDir",
+    "RunFiles",
+    "RunFinished",
+    "RunReport",
+    "RunStarted",
+    "ScenarioFinished",
+    "ScenarioLooked",
+    "ScenarioResult",
+    "ScenarioStarted",
+    "TamperedFile",
+    "ToolCallCounts",
+    "TrialAttempt",
+    "TrialFiles",
+    "TrialFinished",
+    "TrialResult",
+    "TrialStarted",
+    "Verdict",
+    "atomic_write",
+    "check_output_paths",
+    "check_unchanged",
+    "finalize",
+    "load_report",
+    "model_version_of",
+    "new_run_id",
+    "publish_error",
+    "report_base",
+    "report_failed",
+    "report_path",
+    "reserve_report_dir",
+    "statistics_of",
+    "summarize",
+    "tampering_warning",
+    "utc_timestamp",
+]

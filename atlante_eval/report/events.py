@@ -1,0 +1,108 @@
+"""Progress events a run emits, in the order things happen.
+
+With parallel trials, events of different trials interleave; each event names its
+scenario and trial. Callbacks receive them through ``run_eval(on_event=...)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..diagnostics import Diagnostic
+from .models import AdaptiveLook, AdaptiveStop, MetaConfig, ScenarioResult, TrialResult
+
+__all__ = [
+    "DiagnosticNotice",
+    "ProgressEvent",
+    "RunFinished",
+    "RunStarted",
+    "ScenarioFinished",
+    "ScenarioLooked",
+    "ScenarioStarted",
+    "TrialFinished",
+    "TrialStarted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosticNotice:
+    """A warning found while preparing the run (e.g. a pack scenario not included)."""
+
+    diagnostic: Diagnostic
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """The plan is ready; ``total`` trials will be accounted for."""
+
+    run_id: str
+    total: int
+    jobs: int
+    host: str
+    config: MetaConfig | None = None
+    """The resolved run budget (names the limits in cause lines)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioStarted:
+    """The first trial of a scenario is starting."""
+
+    scenario: str
+
+
+@dataclass(frozen=True, slots=True)
+class TrialStarted:
+    """A trial's sandbox is being assembled."""
+
+    scenario: str
+    trial: int
+
+
+@dataclass(frozen=True, slots=True)
+class TrialFinished:
+    """A trial has a verdict (skipped trials emit only this event)."""
+
+    scenario: str
+    trial: int
+    result: TrialResult
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioFinished:
+    """Every trial of a scenario has a verdict."""
+
+    scenario: str
+    result: ScenarioResult
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioLooked:
+    """An adaptive run judged a scenario against its baseline after a wave."""
+
+    scenario: str
+    look: AdaptiveLook
+    """The statistic at this look."""
+    base_rate: float
+    """BASE pass rate."""
+    stopped: AdaptiveStop | None
+    """Why the scenario gets no more trials, or None when it continues."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """Every trial is accounted for (or the run was interrupted)."""
+
+    run_id: str
+    interrupted: bool
+
+
+ProgressEvent = (
+    DiagnosticNotice
+    | RunStarted
+    | ScenarioStarted
+    | TrialStarted
+    | TrialFinished
+    | ScenarioFinished
+    | ScenarioLooked
+    | RunFinished
+)

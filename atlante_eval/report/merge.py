@@ -1,0 +1,257 @@
+"""Merge the shard reports of one plan (``run --shard I/N``) into the whole run's report.
+
+Each shard report holds, per scenario, only the trials of its slice of the plan. The
+merged report is what one machine running the whole plan would have written, timings
+aside: per scenario the union of the trials in index order with every statistic
+recomputed, run totals recomputed, and ``meta.shard`` removed. The meta of a merged
+report: ``startedAt`` the earliest shard's, ``endedAt`` the latest's, ``wallTimeMs``
+the longest shard's (the shards ran side by side), ``jobs`` the sum over shards, and
+``interrupted`` set when any shard was. Merging is strict: every shard 1..N exactly
+once, one plan digest, no trial twice, no trial missing; anything else is refused
+with ``merge-mismatch`` (exit 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..diagnostics import DiagnosticError, error
+from .models import Meta, RunReport, ScenarioResult, TrialResult
+from .publish import new_run_id
+from .results import finalize, summarize
+
+__all__ = ["ShardReport", "merge_reports", "parse_shard_label"]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardReport:
+    """A loaded shard report and where it came from."""
+
+    source: str
+    """The file it was read from (for messages)."""
+    report: RunReport
+    """The report."""
+
+
+def parse_shard_label(label: str) -> tuple[int, int] | None:
+    """Parse ``I/N`` (1 <= I <= N) into ``(I, N)``; None when it is not one."""
+    parts = label.split("/")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    index, count = int(parts[0]), int(parts[1])
+    return (index, count) if 1 <= index <= count else None
+
+
+def merge_reports(shards: Sequence[ShardReport], *, run_id: str | None = None) -> RunReport:
+    """Merge the shard reports of one plan into one report.
+
+    Args:
+        shards: Every shard of the plan, in any order.
+        run_id: Run id of the merged report (default: a fresh one).
+
+    Raises:
+        DiagnosticError: ``merge-mismatch`` (exit 2) naming what does not fit.
+    """
+    if not shards:
+        raise _mismatch("no reports to merge", next_step="pass every shard report of the run")
+    ordered = _check_shards(shards)
+    first = ordered[0].report
+    _check_same_run(ordered)
+    scenarios = _merge_scenarios(ordered, trials=first.meta.config.trials)
+    merged = RunReport(
+        run_id=run_id or new_run_id(),
+        meta=_merge_meta([s.report.meta for s in ordered]),
+        scenarios=scenarios,
+    )
+    return finalize(merged)
+
+
+def _check_shards(shards: Sequence[ShardReport]) -> list[ShardReport]:
+    """Every report is a shard of the same N; indexes 1..N once each. Returns them by I."""
+    labelled: list[tuple[int, int, ShardReport]] = []
+    for shard in shards:
+        label = shard.report.meta.shard
+        parsed = parse_shard_label(label) if label else None
+        if parsed is None:
+            raise _mismatch(
+                f"{shard.source} is not a shard report (meta.shard is "
+                f"{'missing' if not label else repr(label)})",
+                source=shard.source,
+                next_step="merge only the reports written by `atlante-eval run --shard I/N`",
+            )
+        labelled.append((*parsed, shard))
+    counts = sorted({count for _, count, _ in labelled})
+    if len(counts) > 1:
+        raise _mismatch(
+            "the reports split the plan into different numbers of shards: "
+            + ", ".join(f"{s.source} is {i}/{n}" for i, n, s in labelled),
+            next_step="merge the shards of one run, all written with the same N",
+        )
+    count = counts[0]
+    seen: dict[int, str] = {}
+    for index, _, shard in labelled:
+        if index in seen:
+            raise _mismatch(
+                f"shard {index}/{count} was given twice: {seen[index]} and {shard.source}",
+                source=shard.source,
+                next_step="pass each shard report once",
+            )
+        seen[index] = shard.source
+    missing = [f"{i}/{count}" for i in range(1, count + 1) if i not in seen]
+    if missing:
+        raise _mismatch(
+            f"missing shard report{'s' if len(missing) > 1 else ''}: {', '.join(missing)}",
+            next_step=f"pass all {count} shard reports of the run",
+        )
+    return [shard for _, _, shard in sorted(labelled, key=lambda item: item[0])]
+
+
+def _check_same_run(shards: list[ShardReport]) -> None:
+    """One plan digest, and the same engine, host and budget in every shard."""
+    first = shards[0]
+    if first.report.meta.plan_digest is None:
+        raise _mismatch(
+            f"{first.source} has no meta.planDigest, so its plan cannot be checked",
+            source=first.source,
+            next_step="merge reports written by `atlante-eval run --shard I/N`",
+        )
+    for shard in shards[1:]:
+        for what, value, expected in (
+            ("plan digest", shard.report.meta.plan_digest, first.report.meta.plan_digest),
+            ("engine version", shard.report.meta.atlante, first.report.meta.atlante),
+            ("host", shard.report.meta.host, first.report.meta.host),
+            ("host version", shard.report.meta.host_version, first.report.meta.host_version),
+            ("budget", shard.report.meta.config, first.report.meta.config),
+        ):
+            if value != expected:
+                raise _mismatch(
+                    f"{shard.source} belongs to another run: its {what} differs from "
+                    f"{first.source}'s",
+                    source=shard.source,
+                    expected=str(expected),
+                    next_step="merge only the shards of one run (same plan, host and engine)",
+                )
+
+
+def _merge_scenarios(shards: list[ShardReport], *, trials: int) -> dict[str, ScenarioResult]:
+    collected: dict[str, dict[int, tuple[TrialResult, str]]] = {}
+    described: dict[str, tuple[ScenarioResult, str]] = {}
+    for shard in shards:
+        for name, result in shard.report.scenarios.items():
+            _check_description(name, result, shard.source, described)
+            into = collected.setdefault(name, {})
+            for trial in result.trials:
+                if trial.i in into:
+                    raise _mismatch(
+                        f"trial {trial.i} of scenario {name!r} is in both "
+                        f"{into[trial.i][1]} and {shard.source}",
+                        source=shard.source,
+                        next_step="merge the shards of one run; each trial belongs to one shard",
+                    )
+                into[trial.i] = (trial, shard.source)
+    merged: dict[str, ScenarioResult] = {}
+    for name in sorted(collected):
+        found = collected[name]
+        absent = [i for i in range(trials) if i not in found]
+        extra = sorted(i for i in found if not 0 <= i < trials)
+        if absent or extra:
+            problem = (
+                f"misses trial{'s' if len(absent) > 1 else ''} {_list(absent)}"
+                if absent
+                else f"has trials beyond the plan's {trials}: {_list(extra)}"
+            )
+            raise _mismatch(
+                f"scenario {name!r} {problem} after merging",
+                next_step="pass every shard report of the run, each complete",
+            )
+        template = described[name][0]
+        merged[name] = summarize(
+            [trial for trial, _ in found.values()],
+            source=template.source,
+            origin=template.origin,
+            fingerprint=template.fingerprint,
+            definition=template.definition,
+            description=template.description,
+        )
+    return merged
+
+
+def _check_description(
+    name: str,
+    result: ScenarioResult,
+    source: str,
+    described: dict[str, tuple[ScenarioResult, str]],
+) -> None:
+    """The scenario's source, origin, fingerprint and description agree across shards."""
+    if name not in described:
+        described[name] = (result, source)
+        return
+    earlier, earlier_source = described[name]
+    for what in ("fingerprint", "definition", "source", "origin", "description"):
+        if getattr(result, what) != getattr(earlier, what):
+            raise _mismatch(
+                f"scenario {name!r} has a different {what} in {source} and {earlier_source}",
+                source=source,
+                next_step="merge only the shards of one run",
+            )
+
+
+def _merge_meta(metas: list[Meta]) -> Meta:
+    started = [m.started_at for m in metas if m.started_at]
+    ended = [m.ended_at for m in metas if m.ended_at]
+    walls = [m.wall_time_ms for m in metas if m.wall_time_ms is not None]
+    jobs = [m.jobs for m in metas if m.jobs is not None]
+    update: dict[str, object] = {
+        "shard": None,
+        "started_at": min(started, key=_instant) if started else None,
+        "ended_at": max(ended, key=_instant) if ended else None,
+        "wall_time_ms": max(walls) if walls else None,
+        "jobs": sum(jobs) if len(jobs) == len(metas) else None,
+        "interrupted": True if any(m.interrupted for m in metas) else None,
+        "run_root": None,
+        "totals": None,  # recomputed by finalize()
+    }
+    # Any other optional field (e.g. resumedFrom) stands only when every shard agrees.
+    for field, info in Meta.model_fields.items():
+        if field in update or info.default is not None:
+            continue
+        values = [getattr(m, field) for m in metas]
+        if any(value != values[0] for value in values):
+            update[field] = None
+    return metas[0].model_copy(update=update)
+
+
+def _instant(stamp: str) -> datetime:
+    """Parse an ISO 8601 time for ordering (``Z`` accepted, naive taken as UTC)."""
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _list(numbers: list[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:10])
+    return shown + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+
+
+def _mismatch(
+    message: str,
+    *,
+    next_step: str,
+    source: str | None = None,
+    expected: str | None = None,
+) -> DiagnosticError:
+    return DiagnosticError(
+        [
+            error(
+                "merge-mismatch",
+                message,
+                source=source,
+                expected=expected,
+                next=next_step,
+            )
+        ]
+    )

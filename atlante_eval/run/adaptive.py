@@ -1,0 +1,473 @@
+"""Adaptive runs: add trials wave by wave until each scenario's comparison is decided.
+
+``run --against BASE --until-decided`` starts every scenario at the first planned
+look (``--min-trials``, else the configured trials). After each wave, every
+scenario compared with BASE is judged by :func:`atlante_eval.stats.sequential.assess`;
+undecided ones get trials up to their next planned look, decided ones stop. A
+scenario stops at ``--max-trials``, and every scenario stops when ``maxSessions``
+is spent (the wave's remaining trials are ``skipped-budget``) or the host-reported
+cost reaches ``--max-cost``. Scenarios BASE lacks (or never graded) run the fixed
+count once and are reported ``new``. Trials keep their plan order per scenario
+(indices 0, 1, ...), so ``--resume`` reuses them and reaches the same decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from .._util.logs import get_logger
+from ..diagnostics import Diagnostic, warning
+from ..project import Plan, PlannedTrial, Scenario
+from ..report import (
+    AdaptiveDecision,
+    AdaptiveLook,
+    AdaptiveRecord,
+    AdaptiveScenario,
+    AdaptiveStop,
+    DiagnosticNotice,
+    ProgressEvent,
+    RunReport,
+    ScenarioLooked,
+    TrialResult,
+    load_report,
+    report_path,
+    statistics_of,
+)
+from ..report.compare import compare_reports, fixed_trials
+from ..stats.sequential import SequentialDesign, assess, look_schedule
+from .engine import Engine
+from .options import RunOptions
+
+__all__ = [
+    "AdaptiveDriver",
+    "AdaptiveSettings",
+    "WaveProgress",
+    "load_settings",
+    "run_adaptive",
+    "run_waves",
+    "settings_from_options",
+]
+
+log = get_logger("atlante_eval.run.adaptive")
+
+#: Most trials per scenario an adaptive run adds when ``--max-trials`` is not given.
+DEFAULT_MAX_TRIALS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptiveSettings:
+    """What an adaptive run compares with and how far it may go."""
+
+    baseline: RunReport
+    baseline_path: str
+    alpha: float
+    margin: float
+    first: int
+    """Trials at the first look."""
+    max_trials: int
+    fixed_count: int
+    """Trials of a scenario BASE lacks."""
+    max_cost: float | None = None
+
+
+def load_settings(
+    against: Path,
+    *,
+    alpha: float,
+    margin: float,
+    trials: int,
+    min_trials: int | None,
+    max_trials: int | None,
+    max_cost: float | None,
+) -> AdaptiveSettings:
+    """Read the baseline and resolve the look bounds.
+
+    Raises:
+        DiagnosticError: ``report-unreadable`` (exit 2) for a baseline that cannot be read.
+    """
+    baseline = load_report(against)
+    highest = max_trials if max_trials is not None else max(DEFAULT_MAX_TRIALS, trials)
+    return AdaptiveSettings(
+        baseline=baseline,
+        baseline_path=str(report_path(against)),
+        alpha=alpha,
+        margin=margin,
+        first=min(min_trials if min_trials is not None else trials, highest),
+        max_trials=highest,
+        fixed_count=trials,
+        max_cost=max_cost,
+    )
+
+
+def settings_from_options(options: RunOptions, trials: int) -> AdaptiveSettings:
+    """Read ``--against`` and resolve the adaptive bounds of ``options`` (before any trial)."""
+    assert options.against is not None
+    return load_settings(
+        options.against,
+        alpha=options.alpha,
+        margin=options.margin,
+        trials=trials,
+        min_trials=options.min_trials,
+        max_trials=options.max_trials,
+        max_cost=options.max_cost,
+    )
+
+
+@dataclass
+class _Track:
+    """One scenario's progress through the looks."""
+
+    base: tuple[int, int] | None
+    """BASE passed and graded, None for a new scenario."""
+    changed: bool
+    target: int = 0
+    """Trials planned for the scenario so far."""
+    looks: list[AdaptiveLook] = field(default_factory=list)
+    decision: AdaptiveDecision = "inconclusive"
+    stopped: AdaptiveStop | None = None
+
+
+class AdaptiveDriver:
+    """Decides each wave's trials and keeps the decision record."""
+
+    def __init__(
+        self,
+        settings: AdaptiveSettings,
+        scenarios: Sequence[Scenario],
+        definitions: Mapping[str, str],
+    ) -> None:
+        self.settings = settings
+        baseline = settings.baseline.scenarios
+        self.tracks: dict[str, _Track] = {}
+        for scenario in scenarios:
+            old = baseline.get(scenario.name)
+            stats = statistics_of(old) if old is not None else None
+            base = (stats.passed, stats.graded) if stats is not None and stats.graded > 0 else None
+            self.tracks[scenario.name] = _Track(
+                base=base,
+                decision="inconclusive" if base is not None else "new",
+                changed=bool(
+                    old is not None
+                    and old.definition
+                    and old.definition != definitions.get(scenario.name)
+                ),
+            )
+        common = [name for name in self.tracks if name in baseline]
+        compared = [name for name, track in self.tracks.items() if track.base is not None]
+        # As compare counts its family: the compared scenarios, plus the pooled overall
+        # row when at least two scenarios are common. The same or a larger family keeps
+        # every decision made here one that compare also makes.
+        family = len(compared) + (1 if len(common) >= 2 and compared else 0)
+        self.design = SequentialDesign(
+            alpha=settings.alpha,
+            margin=settings.margin,
+            looks=look_schedule(settings.first, settings.max_trials),
+            family=max(1, family),
+        )
+
+    def notices(self) -> list[Diagnostic]:
+        """Warnings about the baseline found before the first trial."""
+        found: list[Diagnostic] = []
+        source = self.settings.baseline_path
+        if not any(track.base is not None for track in self.tracks.values()):
+            found.append(
+                warning(
+                    "adaptive-baseline-mismatch",
+                    "the baseline has no graded trial of any selected scenario: every "
+                    f"scenario runs the fixed count ({self.settings.fixed_count}) as new",
+                    source=source,
+                    next="pass the baseline report of the same suite (--against)",
+                )
+            )
+        changed = sorted(name for name, track in self.tracks.items() if track.changed)
+        if changed:
+            found.append(
+                warning(
+                    "adaptive-scenario-changed",
+                    "scenario documents or fixtures differ from the baseline's: "
+                    + ", ".join(changed),
+                    source=source,
+                    next="a changed scenario measures something else; rerun BASE on it",
+                )
+            )
+        return found
+
+    def first_wave(self) -> dict[str, int]:
+        """Target trial counts of the first wave, by scenario."""
+        wave = {
+            name: self.design.looks[0] if track.base is not None else self.settings.fixed_count
+            for name, track in self.tracks.items()
+        }
+        for name, target in wave.items():
+            self.tracks[name].target = target
+        return wave
+
+    def next_wave(self) -> dict[str, int]:
+        """Target counts for scenarios still undecided (empty: the run is over)."""
+        wave: dict[str, int] = {}
+        for name, track in self.tracks.items():
+            if track.stopped is None:
+                track.target = next(n for n in self.design.looks if n > track.target)
+                wave[name] = track.target
+        return wave
+
+    def observe(self, name: str, trials: Sequence[TrialResult]) -> AdaptiveLook | None:
+        """Take the look after a wave (None for a new scenario, which takes none)."""
+        track = self.tracks[name]
+        if track.base is None:
+            track.decision, track.stopped = "new", "fixed-count"
+            return None
+        graded = [t for t in trials if t.verdict not in ("infra-error", "skipped-budget")]
+        passed = sum(1 for t in graded if t.verdict == "pass")
+        look = assess(
+            self.design,
+            base_passed=track.base[0],
+            base_graded=track.base[1],
+            passed=passed,
+            graded=len(graded),
+        )
+        record = AdaptiveLook(
+            trials=sum(1 for t in trials if t.verdict != "skipped-budget"),
+            passed=passed,
+            graded=len(graded),
+            difference=look.difference,
+            interval=look.interval,
+            p_value=look.p_value,
+            adjusted_p=look.adjusted_p,
+            verdict=look.verdict,
+        )
+        track.looks.append(record)
+        track.decision = look.verdict
+        if look.verdict != "inconclusive":
+            track.stopped = "decided"
+        elif track.target >= self.design.looks[-1]:
+            track.stopped = "max-trials"
+        return record
+
+    def event(self, name: str, look: AdaptiveLook) -> ScenarioLooked:
+        """The progress event of a look, with the scenario's state after it."""
+        track = self.tracks[name]
+        base = track.base or (0, 1)
+        return ScenarioLooked(name, look, base[0] / base[1], track.stopped)
+
+    def stop_all(self, reason: AdaptiveStop) -> list[str]:
+        """Stop every scenario still going; returns their names."""
+        stopped = [name for name, track in self.tracks.items() if track.stopped is None]
+        for name in stopped:
+            self.tracks[name].stopped = reason
+        return stopped
+
+    def record(self, report: RunReport) -> AdaptiveRecord:
+        """The decision record of the finished (or interrupted) run."""
+        settings = self.settings
+        self.stop_all("interrupted")
+        compared = compare_reports(
+            settings.baseline, report, alpha=settings.alpha, margin=settings.margin
+        )
+        scenarios: dict[str, AdaptiveScenario] = {}
+        for name, track in self.tracks.items():
+            result = report.scenarios.get(name)
+            ran = statistics_of(result).executed if result is not None else 0
+            comparison = compared.scenarios.get(name)
+            scenarios[name] = AdaptiveScenario(
+                baseline_passed=track.base[0] if track.base else None,
+                baseline_graded=track.base[1] if track.base else None,
+                changed=True if track.changed else None,
+                looks=track.looks,
+                decision=track.decision,
+                stopped=track.stopped or "interrupted",
+                trials=ran,
+                fixed_trials=self._fixed(track, ran),
+                compare_verdict=comparison.verdict
+                if comparison is not None and track.base is not None
+                else None,
+            )
+        used = sum(s.trials for s in scenarios.values())
+        # One --trials count for every scenario: the most any scenario's decision needs.
+        per_scenario = max(
+            (
+                s.fixed_trials if s.fixed_trials is not None else s.trials
+                for s in scenarios.values()
+            ),
+            default=0,
+        )
+        fixed = per_scenario * len(scenarios)
+        agrees = all(
+            s.decision == "new" or s.decision == s.compare_verdict for s in scenarios.values()
+        )
+        return AdaptiveRecord(
+            method="bonferroni-looks",
+            baseline=settings.baseline_path,
+            baseline_run_id=settings.baseline.run_id,
+            alpha=settings.alpha,
+            margin=settings.margin,
+            family_size=self.design.family,
+            looks=list(self.design.looks),
+            look_confidence=self.design.look_confidence,
+            min_trials=self.design.looks[0],
+            max_trials=self.design.looks[-1],
+            new_trials=settings.fixed_count,
+            max_cost=settings.max_cost,
+            cost=round(sum(t.cost or 0.0 for t in report.all_trials()), 6),
+            scenarios=scenarios,
+            trials_used=used,
+            fixed_per_scenario=per_scenario,
+            fixed_trials=fixed,
+            saving=fixed - used,
+            compare_agrees=agrees,
+        )
+
+    def decorate(self, report: RunReport) -> RunReport:
+        """Add the decision record to the report about to be published.
+
+        A record that cannot be built leaves the report without it (and is logged):
+        the trials are never lost for want of their summary.
+        """
+        try:
+            return report.model_copy(update={"adaptive": self.record(report)})
+        except Exception:  # publishing the trials matters more than their record
+            log.exception("adaptive.record_failed")
+            return report
+
+    def _fixed(self, track: _Track, ran: int) -> int | None:
+        """Trials a fixed-count run needs for the same decision (``ran`` when none is claimed)."""
+        if track.base is None:
+            return self.settings.fixed_count
+        if track.decision == "inconclusive" or not track.looks:
+            return ran
+        last = track.looks[-1]
+        return fixed_trials(
+            track.base[0],
+            track.base[1],
+            last.passed,
+            last.graded,
+            change=track.decision != "unchanged",
+            alpha=self.settings.alpha,
+            margin=self.settings.margin,
+            family=self.design.family,
+        )
+
+
+#: Runs one wave: the plan positions to run (reused trials included).
+WaveRunner = Callable[[list[int]], Awaitable[None]]
+EventSink = Callable[[ProgressEvent], Awaitable[None]]
+
+
+async def run_waves(
+    driver: AdaptiveDriver,
+    *,
+    plan: Plan,
+    results: Mapping[int, TrialResult],
+    run_wave: WaveRunner,
+    emit: EventSink,
+    finished: Callable[[str], Awaitable[None]],
+) -> None:
+    """Run waves until every scenario stopped; ``finished`` announces each stopped one."""
+    where = {(t.scenario.name, t.index): t.position for t in plan.trials}
+    done: dict[str, int] = {}
+    warned = False
+    wave = driver.first_wave()
+    while wave:
+        positions = sorted(
+            where[(name, index)]
+            for name, target in wave.items()
+            for index in range(done.get(name, 0), target)
+        )
+        await run_wave(positions)
+        before = dict(done)
+        done.update(wave)
+        skipped = any(results[p].verdict == "skipped-budget" for p in positions if p in results)
+        looks = {
+            # A scenario none of whose wave trials ran has nothing new to look at.
+            name: driver.observe(name, [results[where[(name, i)]] for i in range(done[name])])
+            if any(
+                results[where[(name, i)]].verdict != "skipped-budget"
+                for i in range(before.get(name, 0), done[name])
+            )
+            else None
+            for name in wave
+        }
+        limit = driver.settings.max_cost
+        if skipped:
+            driver.stop_all("max-sessions")
+        elif limit is not None:
+            costs = [r.cost for r in results.values() if r.cost is not None]
+            if costs and sum(costs) >= limit:
+                driver.stop_all("max-cost")
+            elif not costs and not warned:
+                warned = True
+                await emit(DiagnosticNotice(_cost_unknown(limit)))
+        for name, look in looks.items():
+            if look is not None:
+                await emit(driver.event(name, look))
+            if driver.tracks[name].stopped is not None:
+                await finished(name)
+        wave = driver.next_wave()
+
+
+def _cost_unknown(limit: float) -> Diagnostic:
+    return warning(
+        "adaptive-cost-unknown",
+        f"--max-cost {limit:g} cannot be enforced: the host reported no cost for any trial",
+        next="use maxSessions (eval.budget) to bound the run, or a host that reports cost",
+    )
+
+
+class WaveProgress(Protocol):
+    """What :func:`run_adaptive` needs of the run's progress recorder."""
+
+    plan: Plan
+    positions: list[int]
+    started: set[str]
+    results: dict[int, TrialResult]
+
+    async def emit(self, event: ProgressEvent) -> None:
+        """Forward a progress event."""
+
+    async def trial_done(self, planned: PlannedTrial, result: TrialResult) -> None:
+        """Record a finished trial."""
+
+    async def scenario_finished(self, scenario: Scenario) -> None:
+        """Announce that a scenario stopped."""
+
+
+async def run_adaptive(
+    driver: AdaptiveDriver,
+    engine: Engine,
+    progress: WaveProgress,
+    reused: Mapping[int, TrialResult],
+) -> None:
+    """Run waves until decided; reused trials (``--resume``) stand in for their positions.
+
+    Each wave shares what is left of ``maxSessions``; a reused trial counts as the
+    session it took in the run it comes from, so a resumed run spends the budget
+    as the interrupted one did.
+    """
+    plan = progress.plan
+    used = 0
+
+    async def wave(positions: list[int]) -> None:
+        nonlocal used
+        progress.positions.extend(positions)
+        progress.started.clear()  # each wave's trials are announced under their scenario
+        again = [p for p in positions if p not in reused]
+        for position in positions:
+            if position in reused:
+                used += 1
+                await progress.trial_done(plan.trials[position], reused[position])
+        used += await engine.run(again, sessions=plan.config.max_sessions - used)
+
+    async def finished(name: str) -> None:
+        await progress.scenario_finished(next(s for s in plan.scenarios if s.name == name))
+
+    await run_waves(
+        driver,
+        plan=plan,
+        results=progress.results,
+        run_wave=wave,
+        emit=progress.emit,
+        finished=finished,
+    )

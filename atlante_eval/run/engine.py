@@ -1,0 +1,672 @@
+"""Run a plan's trials concurrently and grade them.
+
+One anyio task group owns every trial. Trials take their places strictly in plan
+order (so ``jobs=1`` reproduces the reference's sequential order). Each trial
+assembles its sandbox, takes a host session from the run-wide session budget,
+waits for one of ``jobs`` session slots, runs the host inside two cancel scopes
+(its timeout and its token budget), grades the sandbox, and is recorded at its
+plan position; its sandbox is removed after its slot is free. With ``jobs`` above
+1, up to ``jobs`` further trials assemble ahead while sessions run, and finished
+sessions are graded without holding a session slot. A problem in one trial
+becomes that trial's verdict; it never stops the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, NotRequired, TypedDict
+
+import anyio
+import anyio.abc
+
+from .._util.fstree import RemovalFailure
+from .._util.logs import get_logger
+from .._util.paths import display_path
+from ..checks import NO_TRANSCRIPT, CheckContext, ignore_matcher, read_transcript, run_checks
+from ..hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext, secret_values
+from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
+from ..project import BEHAVIOUR_CHECK_TAGS, NativeOutputs, Plan, PlannedTrial
+from ..report import (
+    Activity,
+    CheckResult,
+    ProgressEvent,
+    RunFiles,
+    TrialFiles,
+    TrialResult,
+    TrialStarted,
+    Verdict,
+    utc_timestamp,
+)
+from ..transcript import (
+    LOG_CHARS,
+    ErrorEntry,
+    Redactor,
+    TranscriptEntry,
+    TranscriptWriter,
+    cap_text,
+)
+from ..trial import (
+    Changes,
+    GitError,
+    Sandbox,
+    SandboxError,
+    SpawnWrapper,
+    TrialDirs,
+    collect_changes,
+    confined_spawns,
+    make_skeleton,
+    trial_dirs,
+    trial_sandbox,
+)
+
+__all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialGuard", "TrialHook"]
+
+#: Most paths a trial's ``changedFiles`` lists (the rest are counted).
+CHANGED_FILES_LIMIT = 1000
+
+log = get_logger("atlante_eval.run.engine")
+
+EventSink = Callable[[ProgressEvent], Awaitable[None]]
+#: Called with a finished trial and its plan position (e.g. to journal it).
+TrialHook = Callable[[PlannedTrial, TrialResult], Awaitable[None]]
+#: Returns why a trial must not run (e.g. its inputs in the project changed), or None.
+TrialGuard = Callable[[PlannedTrial], Awaitable[str | None]]
+
+
+class _Refused(Exception):
+    """Raised inside a trial when its guard refuses it; becomes the trial's infra-error."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """How the engine runs a plan."""
+
+    jobs: int
+    keep: bool = False
+    model: str | None = None
+    pass_env: tuple[str, ...] = ()
+    retry_infra: int = 0
+    project_root: Path | None = None
+    run_files: RunFiles | None = None
+    """The run directory each trial's transcript and long outputs go to (``None``: none)."""
+    isolation: IsolationSettings | None = None
+    """``--isolation os``: confine every trial; ``None`` is ``none`` (tool policy only)."""
+
+
+class _SessionLedger:
+    """The run-wide session budget, decided in plan order whatever the concurrency.
+
+    A trial takes a session only after its sandbox is assembled; a trial whose
+    assembly fails takes none. Trial *k* is skipped exactly when the trials before
+    it in plan order took ``max_sessions`` sessions, as in a sequential run. While
+    earlier trials are still assembling, a trial waits until its fate is certain.
+    """
+
+    def __init__(self, size: int, max_sessions: int, preset: dict[int, bool]) -> None:
+        self.max = max_sessions
+        # None: undecided; True: took a session; False: took none.
+        self.took: list[bool | None] = [preset.get(i) for i in range(size)]
+        self.changed = anyio.Condition()
+
+    async def admit(self, position: int) -> bool:
+        """Wait until ``position`` is certain to get a session (True) or not (False)."""
+        async with self.changed:
+            while True:
+                before = self.took[:position]
+                taken = sum(1 for t in before if t is True)
+                if taken >= self.max:
+                    self.took[position] = False
+                    self.changed.notify_all()
+                    return False
+                undecided = sum(1 for t in before if t is None)
+                if taken + undecided < self.max:
+                    return True
+                await self.changed.wait()
+
+    async def settle(self, position: int, *, took_session: bool) -> None:
+        """Record whether ``position`` took a session."""
+        async with self.changed:
+            self.took[position] = took_session
+            self.changed.notify_all()
+
+
+class _Slots:
+    """How many trials may hold a host session, and how many may work around them.
+
+    With ``jobs`` above 1, up to ``jobs`` further trials assemble their sandboxes
+    while the sessions run, and up to ``jobs`` finished sessions are graded
+    without holding a session slot: assembly and grading (CPU-bound git and file
+    work) overlap model latency instead of adding to it. With one job there is a
+    single slot, held from assembly to the verdict, so events follow plan order
+    exactly (the reference's sequence).
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self.overlap = jobs > 1
+        self.sessions = anyio.CapacityLimiter(max(1, jobs))
+        self.ahead = anyio.CapacityLimiter(jobs) if self.overlap else self.sessions
+        self.grading = anyio.CapacityLimiter(jobs) if self.overlap else self.sessions
+
+
+class _Ticket:
+    """One trial's hold on :class:`_Slots` (one slot at a time); see :meth:`release`."""
+
+    def __init__(self, slots: _Slots, owned: TrialDirs) -> None:
+        self.slots = slots
+        self._held: anyio.CapacityLimiter | None = None
+        self.owned = owned
+        """The trial's directories, removed when the trial is over."""
+
+    async def _move_to(self, limiter: anyio.CapacityLimiter) -> None:
+        if self._held is limiter:
+            return
+        await limiter.acquire()
+        previous, self._held = self._held, limiter
+        if previous is not None:
+            previous.release()
+
+    async def take_turn(self) -> None:
+        """Take a place among the trials that are getting ready (plan order)."""
+        await self._move_to(self.slots.ahead)
+
+    async def start_session(self) -> None:
+        """Take a session slot, giving back the place held until now."""
+        await self._move_to(self.slots.sessions)
+
+    async def end_session(self) -> None:
+        """Move from the session slot to a grading slot."""
+        await self._move_to(self.slots.grading)
+
+    def release(self) -> None:
+        """Give back whatever this trial holds."""
+        if self._held is not None:
+            self._held.release()
+            self._held = None
+
+
+@dataclass
+class Engine:
+    """Runs one plan against one host."""
+
+    plan: Plan
+    host: Host
+    native: NativeOutputs
+    run_root: Path
+    options: EngineOptions
+    emit: EventSink
+    on_trial: TrialHook
+    """Records a finished trial (and announces it)."""
+    preset_sessions: dict[int, bool] = field(default_factory=dict)
+    """Plan positions already decided (resume): whether each took a session."""
+    cleanup_failures: list[RemovalFailure] = field(default_factory=list)
+    """Trial directories that could not be removed (the run goes on)."""
+    guard: TrialGuard | None = None
+    """Asked before each trial's assembly; a cause it returns makes the trial an infra-error."""
+    _skeleton: Path | None = field(default=None, init=False, repr=False)
+    """An empty repository copied into each sandbox instead of ``git init``."""
+    _group: anyio.abc.TaskGroup | None = field(default=None, init=False, repr=False)
+    """The task group of the running trials."""
+
+    async def run(self, positions: list[int] | None = None, *, sessions: int | None = None) -> int:
+        """Run the trials at ``positions`` (default: all); each result goes to ``on_trial``.
+
+        By default the whole plan shares ``maxSessions`` in plan order, and positions
+        not run here (other shards, reused trials) count as having taken a session.
+        With ``sessions`` (an adaptive run's wave), only ``positions`` share that many
+        sessions, in plan order. Returns the sessions the trials run here took.
+        """
+        wanted = positions if positions is not None else [t.position for t in self.plan.trials]
+        preset: dict[int, bool]
+        if sessions is None:
+            preset = {
+                **self.preset_sessions,
+                **{
+                    p: True
+                    for p in range(len(self.plan.trials))
+                    if p not in wanted and p not in self.preset_sessions
+                },
+            }
+        else:
+            chosen = set(wanted)
+            preset = {p: False for p in range(len(self.plan.trials)) if p not in chosen}
+        ledger = _SessionLedger(
+            len(self.plan.trials),
+            self.plan.config.max_sessions if sessions is None else max(0, sessions),
+            preset,
+        )
+        self._skeleton = await make_skeleton(self.run_root)
+        slots = _Slots(max(1, self.options.jobs))
+        turns = {position: anyio.Event() for position in wanted}
+        previous: dict[int, anyio.Event | None] = {}
+        last: anyio.Event | None = None
+        for position in wanted:
+            previous[position] = last
+            last = turns[position]
+        async with anyio.create_task_group() as group:
+            self._group = group
+            for position in wanted:
+                group.start_soon(
+                    self._trial_task,
+                    self.plan.trials[position],
+                    ledger,
+                    slots,
+                    previous[position],
+                    turns[position],
+                )
+        return sum(1 for position in wanted if ledger.took[position] is True)
+
+    async def _trial_task(
+        self,
+        planned: PlannedTrial,
+        ledger: _SessionLedger,
+        slots: _Slots,
+        wait_for: anyio.Event | None,
+        my_turn: anyio.Event,
+    ) -> None:
+        # The trial's directories are removed when this scope ends, after the slot
+        # is free: removing a tree is no reason to make the next trial wait.
+        async with trial_dirs(keep=self.options.keep, failures=self.cleanup_failures) as owned:
+            ticket = _Ticket(slots, owned)
+            try:
+                if wait_for is not None:
+                    await wait_for.wait()
+                admitted = await ledger.admit(planned.position)
+                # Places are taken in plan order, and every trial (a skipped one too) is
+                # announced before it gives its slot back: with one job, events follow
+                # plan order exactly.
+                await ticket.take_turn()
+                my_turn.set()
+                if admitted:
+                    result = await self._attempts(planned, ledger, ticket)
+                else:
+                    result = TrialResult(i=planned.index, verdict="skipped-budget", duration_ms=0)
+                await self._finish(planned, result)
+            except Exception:
+                # A failing hook ends the run: stop every other trial now, before this
+                # one's cleanup lets the next take the freed slot.
+                if self._group is not None:
+                    self._group.cancel_scope.cancel()
+                raise
+            finally:
+                ticket.release()
+                my_turn.set()
+
+    async def _finish(self, planned: PlannedTrial, result: TrialResult) -> None:
+        log.info(
+            "trial.end",
+            scenario=planned.scenario.name,
+            trial=planned.index,
+            verdict=result.verdict,
+            duration_ms=result.duration_ms,
+        )
+        await self.on_trial(planned, result)
+
+    async def _attempts(
+        self, planned: PlannedTrial, ledger: _SessionLedger, ticket: _Ticket
+    ) -> TrialResult:
+        earlier: list[TrialResult] = []
+        while True:
+            result = await self._trial(planned, ledger, ticket, settle=not earlier)
+            if result.verdict != "infra-error" or len(earlier) >= self.options.retry_infra:
+                break
+            earlier.append(result)
+            log.info("trial.retry", scenario=planned.scenario.name, trial=planned.index)
+        if not earlier:
+            return result
+        from ..report import TrialAttempt
+
+        attempts = [
+            TrialAttempt(verdict=r.verdict, duration_ms=r.duration_ms, error=r.error)
+            for r in earlier
+        ]
+        return result.model_copy(update={"attempts": attempts})
+
+    async def _trial(
+        self, planned: PlannedTrial, ledger: _SessionLedger, ticket: _Ticket, *, settle: bool
+    ) -> TrialResult:
+        scenario = planned.scenario
+        await self.emit(TrialStarted(scenario.name, planned.index))
+        log.info("trial.start", scenario=scenario.name, trial=planned.index)
+        started = time.monotonic()
+        started_at = utc_timestamp()
+        took_session = False
+        kept: Path | None = None
+        isolation: TrialIsolation | None = None
+        try:
+            refusal = await self.guard(planned) if self.guard is not None else None
+            if refusal is not None:
+                raise _Refused(refusal)
+            async with (
+                self._isolation() as isolation,
+                trial_sandbox(
+                    self.run_root,
+                    scenario,
+                    planned.index,
+                    native=self.native,
+                    prepare_host=lambda root, state: self._prepare(planned, root, state),
+                    owner=ticket.owned,
+                    skeleton=self._skeleton,
+                    confine_setup=_phase(isolation, "setup"),
+                ) as sandbox,
+            ):
+                kept = sandbox.trial_dir
+                if settle:
+                    took_session = True
+                    await ledger.settle(planned.position, took_session=True)
+                await ticket.start_session()
+                result = await self._session(planned, sandbox, ticket, isolation)
+        except _Refused as exc:
+            result = TrialResult(
+                i=planned.index,
+                verdict="infra-error",
+                duration_ms=int((time.monotonic() - started) * 1000),
+                error=str(exc),
+            )
+        except SandboxError as exc:
+            kept = exc.trial_dir
+            log_ref = self._keep_output(planned, "setup.log", exc.output) if exc.output else None
+            result = TrialResult(
+                i=planned.index,
+                verdict="infra-error",
+                duration_ms=int((time.monotonic() - started) * 1000),
+                error=str(exc) + (f" (full output: {log_ref})" if log_ref else ""),
+                host_evidence={"setupLog": log_ref} if log_ref else None,
+            )
+        except Exception as exc:
+            log.exception("trial.crash", scenario=scenario.name, trial=planned.index)
+            result = TrialResult(
+                i=planned.index,
+                verdict="infra-error",
+                duration_ms=int((time.monotonic() - started) * 1000),
+                error=f"unexpected error: {type(exc).__name__}: {exc}",
+            )
+        finally:
+            if settle and not took_session:
+                with anyio.CancelScope(shield=True):
+                    await ledger.settle(planned.position, took_session=False)
+        extra: dict[str, object] = {"started_at": started_at}
+        if isolation is not None and (denied := isolation.denied()):
+            extra["denied"] = denied
+        if self.options.keep and kept is not None:
+            extra["sandbox"] = display_path(str(kept))
+        return result.model_copy(update=extra)
+
+    @contextlib.asynccontextmanager
+    async def _isolation(self) -> AsyncIterator[TrialIsolation | None]:
+        """The trial's OS isolation (its proxies run for the block), or ``None``."""
+        if self.options.isolation is None:
+            yield None
+            return
+        async with open_trial_isolation(self.options.isolation, self.run_root) as isolation:
+            yield isolation
+
+    def _context(self, planned: PlannedTrial, root: Path, state: Path) -> TrialContext:
+        return TrialContext(
+            scenario=planned.scenario,
+            trial=planned.index,
+            sandbox=root,
+            state_dir=state,
+            native=self.native,
+            model=self.options.model,
+            pass_env=self.options.pass_env,
+            project_root=self.options.project_root,
+        )
+
+    def _redactor(self) -> Redactor:
+        return Redactor(secret_values(os.environ, pass_env=self.options.pass_env))
+
+    def _keep_output(self, planned: PlannedTrial, name: str, text: str) -> str | None:
+        """Write a long output beside the trial's transcript; return its run-relative path."""
+        files = self._trial_files(planned)
+        if files is None:
+            return None
+        with files:
+            try:
+                with files.create(name) as handle:
+                    handle.write(cap_text(self._redactor()(text), LOG_CHARS).encode("utf-8"))
+            except OSError as exc:
+                log.warning("trial.log-unwritable", file=name, error=str(exc))
+                return None
+            return files.path_of(name)
+
+    def _trial_files(self, planned: PlannedTrial) -> TrialFiles | None:
+        """The trial's directory in the run directory (``None``: not recorded, or unsafe)."""
+        run_files = self.options.run_files
+        if run_files is None:
+            return None
+        files = run_files.trial(planned.scenario.name, planned.index)
+        if files is None:
+            log.warning("trial.files-unwritable", scenario=planned.scenario.name)
+        return files
+
+    def _read_transcript(
+        self, planned: PlannedTrial
+    ) -> tuple[list[TranscriptEntry] | None, str | None]:
+        """The trial's transcript entries for behaviour checks, or why there are none.
+
+        Read only when the scenario has a behaviour check: the others never look at it.
+        """
+        if not any(c.type in BEHAVIOUR_CHECK_TAGS for c in planned.scenario.document.checks):
+            return None, None
+        files = self._trial_files(planned)
+        if files is None:
+            return None, f"{NO_TRANSCRIPT}: none was recorded"
+        with files:
+            return read_transcript(files)
+
+    def _transcript(self, planned: PlannedTrial, sandbox: Sandbox) -> TranscriptWriter | None:
+        files = self._trial_files(planned)
+        if files is None:
+            return None
+        writer = TranscriptWriter(
+            files,
+            host=self.host.name,
+            scenario=planned.scenario.name,
+            trial=planned.index,
+            sandbox=sandbox.root,
+            secrets=secret_values(os.environ, pass_env=self.options.pass_env),
+        )
+        try:
+            return writer.open()
+        except OSError as exc:
+            log.warning("trial.transcript-unwritable", error=str(exc))
+            writer.close()
+            return None
+
+    def _prepare(self, planned: PlannedTrial, root: Path, state: Path) -> None:
+        try:
+            self.host.prepare(self._context(planned, root, state))
+        except HostError as exc:
+            raise SandboxError(str(exc)) from exc
+
+    async def _session(
+        self,
+        planned: PlannedTrial,
+        sandbox: Sandbox,
+        ticket: _Ticket,
+        isolation: TrialIsolation | None,
+    ) -> TrialResult:
+        config = self.plan.config
+        transcript = self._transcript(planned, sandbox)
+        context = replace(
+            self._context(planned, sandbox.root, sandbox.state_dir), transcript=transcript
+        )
+        budget_scope = anyio.CancelScope()
+        usage = SessionUsage(config.max_tokens, budget_scope.cancel)
+        started = time.monotonic()
+        end = SessionEnd()
+        try:
+            with budget_scope, anyio.move_on_after(planned.timeout_ms / 1000) as timer:
+                try:
+                    wrapper = (
+                        isolation.wrapper("session", sandbox.root, sandbox.state_dir)
+                        if isolation is not None
+                        else None
+                    )
+                    with confined_spawns(wrapper):
+                        end = await self.host.run_session(context, usage)
+                except Exception as exc:  # noqa: BLE001 - a failing host is this trial's infra-error
+                    end = SessionEnd(
+                        error=f"host {self.host.name} failed: {type(exc).__name__}: {exc}"
+                    )
+        finally:
+            # Also when the run is cancelled: everything up to now stays on disk.
+            if transcript is not None:
+                if end.error is not None and transcript.first_error is None:
+                    transcript.write(ErrorEntry(t=transcript.elapsed_ms(), message=end.error))
+                transcript.close()
+        # What the host printed may hold a secret: the report never stores one either.
+        redact = transcript.redact if transcript is not None else self._redactor()
+        if redact and end.error is not None:
+            end = SessionEnd(error=redact(end.error), evidence=end.evidence)
+        if redact and usage.evidence:
+            usage.evidence = json.loads(redact(json.dumps(usage.evidence)))
+        duration_ms = int((time.monotonic() - started) * 1000)
+        if usage.model is None and self.options.model:
+            usage.observe_model(self.options.model)
+        base = _SessionFields(
+            i=planned.index,
+            duration_ms=duration_ms,
+            tokens=usage.tokens,
+            cost=usage.cost,
+            model=usage.model,
+            model_version=usage.model_version,
+            host_evidence={**usage.evidence, **end.evidence} or None,
+        )
+        if transcript is not None:
+            base["transcript"] = transcript.relative_path
+            base["activity"] = transcript.activity()
+        if usage.exceeded:
+            return TrialResult(
+                **base,
+                verdict="budget-exceeded",
+                error=f"trial exceeded {config.max_tokens} tokens",
+            )
+        unmonitored: Literal[True] | None = True if usage.tokens is None else None
+        if timer.cancelled_caught:
+            return TrialResult(
+                **base,
+                verdict="timeout",
+                budget_unmonitored=unmonitored,
+                error=f"trial exceeded {planned.timeout_ms}ms",
+                timeout_ms=planned.timeout_ms,
+            )
+        if end.error is not None:
+            return TrialResult(**base, verdict="infra-error", error=end.error)
+        await ticket.end_session()
+        return await self._grade(planned, sandbox, base, unmonitored, isolation)
+
+    async def _grade(
+        self,
+        planned: PlannedTrial,
+        sandbox: Sandbox,
+        base: _SessionFields,
+        unmonitored: Literal[True] | None,
+        isolation: TrialIsolation | None,
+    ) -> TrialResult:
+        changes: Changes | None = None
+        changes_error: str | None = None
+        ignored = ignore_matcher(list(self.host.ignored_changes))
+        try:
+            changes = await collect_changes(
+                sandbox.root, sandbox.git_dir, sandbox.baseline, ignored=ignored
+            )
+        except GitError as exc:
+            changes_error = f"could not collect sandbox diff: {exc}"
+        transcript, transcript_error = self._read_transcript(planned)
+        context = CheckContext(
+            root=sandbox.root,
+            snapshot=sandbox.snapshot,
+            changes=changes,
+            changes_error=changes_error,
+            ignored=ignored,
+            redact=self._redactor(),
+            keep_output=lambda name, text: self._keep_output(planned, name, text),
+            transcript=transcript,
+            transcript_error=transcript_error,
+            wrap=isolation.wrapper("check", sandbox.root, sandbox.state_dir)
+            if isolation is not None
+            else None,
+        )
+        checks = await run_checks(planned.scenario.document.checks, context)
+        verdict, error = _verdict(checks, changes_error)
+        listed, omitted = (
+            _changed_files(changes.paths, ignored) if changes is not None else (None, None)
+        )
+        return TrialResult(
+            **base,
+            verdict=verdict,
+            budget_unmonitored=unmonitored,
+            error=error,
+            checks=checks,
+            diff=changes.diff if changes is not None else None,
+            changed_files=listed,
+            changed_files_omitted=omitted,
+        )
+
+
+def _changed_files(
+    paths: Sequence[str], ignored: Callable[[str], bool]
+) -> tuple[list[str], int | None]:
+    """Return ``changedFiles`` (graded paths first, then runtime ones) and the omitted count."""
+    if len(paths) <= CHANGED_FILES_LIMIT:
+        return [display_path(p) for p in paths], None
+    graded = [p for p in paths if not ignored(p)]
+    kept = graded[:CHANGED_FILES_LIMIT]
+    if len(kept) < CHANGED_FILES_LIMIT:
+        runtime = (p for p in paths if ignored(p))
+        kept += itertools.islice(runtime, CHANGED_FILES_LIMIT - len(kept))
+    return sorted(display_path(p) for p in kept), len(paths) - len(kept)
+
+
+def _phase(
+    isolation: TrialIsolation | None, phase: Literal["setup"]
+) -> Callable[[Path, Path], SpawnWrapper] | None:
+    """A factory of the ``phase`` wrapper for :func:`trial_sandbox`, or ``None``."""
+    if isolation is None:
+        return None
+    return lambda root, state: isolation.wrapper(phase, root, state)
+
+
+class _SessionFields(TypedDict):
+    """The report fields of a trial that its host session decides, whatever the verdict."""
+
+    i: int
+    duration_ms: int
+    tokens: int | None
+    cost: float | None
+    model: str | None
+    model_version: str | None
+    host_evidence: dict[str, Any] | None
+    transcript: NotRequired[str]
+    activity: NotRequired[Activity]
+
+
+def _verdict(checks: list[CheckResult], changes_error: str | None) -> tuple[Verdict, str | None]:
+    errored = [c for c in checks if c.verdict == "error"]
+    if errored:
+        first = errored[0]
+        cause = first.evidence.get("cause", "no verdict")
+        return "infra-error", f"check {first.index} ({first.type}) could not run: {cause}"
+    if changes_error is not None:
+        return "infra-error", changes_error
+    if all(c.verdict == "pass" for c in checks):
+        return "pass", None
+    return "fail", None
+
+
+async def call_sink(sink: Callable[[ProgressEvent], object] | None, event: ProgressEvent) -> None:
+    """Call a sync or async progress callback."""
+    if sink is None:
+        return
+    outcome = sink(event)
+    if inspect.isawaitable(outcome):
+        await outcome

@@ -1,0 +1,228 @@
+"""One run's lifecycle: reserve its directory, run it, finalize and publish its report.
+
+:func:`run_lifecycle` is the one owner of a run's directory and temporary run
+root. Every caller that runs an engine (``run``, ``selftest``) enters it with
+the run's :class:`~atlante_eval.report.models.Meta` and a function that assembles the
+scenario results; inside, it builds and runs its engine on
+:attr:`ActiveRun.run_root`. On the way out, also on error or cancellation and
+under a shielded scope, the run root is removed (unless ``keep``), the report is
+finalized (end time, wall time, ``interrupted``, ``cleanupFailures``) and
+published as ``report.json`` in the reserved directory. Before that, anything in
+the run directory the engine did not write is moved aside and listed in
+``meta.tampered`` (see :meth:`ReportDir.sweep`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from .._util.fstree import RemovalFailure
+from .._util.paths import display_path
+from ..diagnostics import Diagnostic, warning
+from ..report import (
+    REPORT_FILE,
+    TRIALS_DIR,
+    CleanupFailure,
+    Meta,
+    PublishError,
+    ReportDir,
+    RunFiles,
+    RunReport,
+    ScenarioResult,
+    TamperedFile,
+    check_unchanged,
+    finalize,
+    new_run_id,
+    publish_error,
+    report_base,
+    reserve_report_dir,
+    utc_timestamp,
+)
+from ..trial import create_run_root, remove_tree
+
+__all__ = [
+    "ActiveRun",
+    "EndHook",
+    "FinishHook",
+    "ScenarioResults",
+    "cleanup_warning",
+    "run_lifecycle",
+]
+
+#: Assembles the report's scenarios; called with whether the run stopped part-way.
+ScenarioResults = Callable[[bool], Mapping[str, ScenarioResult]]
+#: Called (shielded) once the report is published, even when the run was cancelled.
+EndHook = Callable[["ActiveRun"], Awaitable[None]]
+#: Called (shielded) before the report is assembled; returns extra ``Meta`` fields.
+FinishHook = Callable[[], Awaitable[Mapping[str, object]]]
+
+
+@dataclass
+class ActiveRun:
+    """A run in progress: its reserved directory, its run root, and its report once out."""
+
+    report_dir: ReportDir
+    run_root: Path
+    """The temporary directory that holds the trial sandboxes."""
+    files: RunFiles
+    """The reserved run directory, held open: trials write their files through it."""
+    stopped: bool = False
+    """Set by the caller when the run stopped part-way; cancellation sets it too."""
+    report: RunReport | None = None
+    """The published report (set on the way out)."""
+    report_path: Path | None = None
+    """Where the report was published (set on the way out)."""
+    cleanup_failures: list[RemovalFailure] = field(default_factory=list)
+    """Sandboxes (or the run root) that could not be removed; the engine appends to it."""
+
+    @property
+    def run_id(self) -> str:
+        """The run id (the reserved directory's name)."""
+        return self.report_dir.run_id
+
+    @property
+    def run_dir(self) -> Path:
+        """The reserved run directory."""
+        return self.report_dir.path
+
+    def publish(self, name: str, data: bytes) -> Path:
+        """Write another file into the run directory (see :meth:`ReportDir.publish`)."""
+        return self.report_dir.publish(name, data)
+
+
+@asynccontextmanager
+async def run_lifecycle(
+    *,
+    project_root: Path,
+    out: Path | None,
+    meta: Meta,
+    keep: bool,
+    results: ScenarioResults,
+    partial: bool = True,
+    on_end: EndHook | None = None,
+    decorate: Callable[[RunReport], RunReport] | None = None,
+    finish: FinishHook | None = None,
+) -> AsyncIterator[ActiveRun]:
+    """Reserve a run directory and a run root; publish the run's report on the way out.
+
+    Args:
+        project_root: the project; the report goes under ``.atlante/eval`` unless ``out``.
+        out: the report base directory given by the user, if any.
+        meta: the run's metadata; end time and wall time are filled in on the way out.
+        keep: keep the run root (its path is recorded in the report).
+        results: assembles the report's scenarios from what the body recorded.
+        partial: when the body raises (or is cancelled), still publish the report
+            with what finished (``True``), or discard the empty run directory.
+        on_end: called after publishing, shielded, also on cancellation.
+        decorate: adds to the finalized report before it is published (e.g. an
+            adaptive run's decision record), also on cancellation.
+        finish: called before the report is assembled, shielded; its fields are
+            added to the report's ``meta`` (e.g. ``project_modified``).
+
+    Raises:
+        DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
+            be reserved or the report cannot be published.
+    """
+    report_dir = reserve_report_dir(
+        report_base(project_root, out),
+        new_run_id(),
+        project_root=project_root if out is None else None,
+    )
+    try:
+        files = RunFiles.open(report_dir.path, report_dir.identity)
+    except OSError as exc:
+        raise publish_error(report_dir.path, exc) from None
+    try:
+        run = ActiveRun(report_dir=report_dir, run_root=create_run_root(), files=files)
+    except BaseException:
+        files.close()
+        raise
+    started = time.monotonic()
+    failed = False
+    try:
+        yield run
+    except BaseException:
+        failed = True
+        run.stopped = True
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            if not keep:
+                left = await anyio.to_thread.run_sync(remove_tree, run.run_root)
+                if left is not None and not run.cleanup_failures:
+                    run.cleanup_failures.append(left)
+            try:
+                if failed and not partial:
+                    # Nothing was published into the reserved directory: remove what trials
+                    # left, unless the path now leads somewhere else.
+                    with contextlib.suppress(OSError, PublishError):
+                        check_unchanged(run.run_dir, report_dir.identity, anchor=report_dir.anchor)
+                        remove_tree(run.run_dir / TRIALS_DIR)
+                        run.run_dir.rmdir()
+                else:
+                    extra = dict(await finish()) if finish is not None else {}
+                    ended = _ended(meta, run, started=started, keep=keep, extra=extra)
+                    run.report = finalize(
+                        RunReport(
+                            run_id=run.run_id, meta=ended, scenarios=dict(results(run.stopped))
+                        )
+                    )
+                    if decorate is not None:
+                        run.report = decorate(run.report)
+                    run.report_path = run.publish(REPORT_FILE, run.report.to_json().encode("utf-8"))
+                    if on_end is not None:
+                        await on_end(run)
+            finally:
+                files.close()
+
+
+def _ended(
+    meta: Meta, run: ActiveRun, *, started: float, keep: bool, extra: Mapping[str, object]
+) -> Meta:
+    """``meta`` completed with what is known once the run is over (and ``extra`` fields)."""
+    return meta.model_copy(
+        update={
+            **extra,
+            "ended_at": utc_timestamp(),
+            "wall_time_ms": int((time.monotonic() - started) * 1000),
+            "run_root": display_path(run.run_root) if keep else None,
+            "interrupted": True if run.stopped else None,
+            "cleanup_failures": [
+                CleanupFailure(path=f.path, reason=f.reason, count=f.count)
+                for f in run.cleanup_failures
+            ]
+            or None,
+            "tampered": _sweep(run.report_dir),
+        }
+    )
+
+
+def cleanup_warning(failures: Sequence[RemovalFailure]) -> Diagnostic | None:
+    """The run-level warning for sandboxes left behind (``eval-cleanup-failed``), if any."""
+    if not failures:
+        return None
+    first = failures[0]
+    plural = "y" if len(failures) == 1 else "ies"
+    return warning(
+        "eval-cleanup-failed",
+        f"{len(failures)} sandbox director{plural} could not be removed: "
+        f"{first.path}: {first.reason}",
+        source=first.path,
+        next="remove it by hand (it may hold files an agent made unremovable); "
+        "meta.cleanupFailures in the report lists every one",
+    )
+
+
+def _sweep(report_dir: ReportDir) -> list[TamperedFile] | None:
+    """Move foreign entries out of the run directory; return them for the report."""
+    with contextlib.suppress(PublishError):  # publishing sweeps again and reports why not
+        report_dir.sweep()
+    entries = [TamperedFile(path=e.path, moved_to=e.moved_to) for e in report_dir.tampered]
+    return entries or None

@@ -1,0 +1,38 @@
+"""Statistics of pass/fail trials, with no knowledge of reports or runs.
+
+:mod:`.proportions`: pass rates, Wilson intervals, exact two-sample tests, pass@k
+and pass^k, multiplicity adjustments. :mod:`.sequential`: the adaptive design's
+looks and decisions; :mod:`.simulation` checks its error rates. Only
+:mod:`.proportions` is re-exported here: the sequential design loads with the
+first adaptive run.
+"""
+
+from __future__ import annotations
+
+from .proportions import (
+    ComparisonVerdict,
+    ProportionComparison,
+    ScenarioStats,
+    benjamini_hochberg_adjust,
+    compare_proportions,
+    holm_adjust,
+    newcombe_difference_interval,
+    scenario_statistics,
+    trials_needed,
+    verdict,
+    wilson_interval,
+)
+
+__all__ = [
+    "ComparisonVerdict",
+    "ProportionComparison",
+    "ScenarioStats",
+    "benjamini_hochberg_adjust",
+    "compare_proportions",
+    "holm_adjust",
+    "newcombe_difference_interval",
+    "scenario_statistics",
+    "trials_needed",
+    "verdict",
+    "wilson_interval",
+]

@@ -1,0 +1,48 @@
+"""One trial's sandbox: assembly, child processes, the git baseline and the tree state.
+
+:mod:`.sandbox` assembles and removes a trial's directories; :mod:`.process` runs
+a child process with a bounded, ordered shutdown; :mod:`.gitops` takes the
+baseline and collects what changed; :mod:`.treestate` is the baseline snapshot
+kept outside the agent's reach.
+"""
+
+from __future__ import annotations
+
+from .gitops import Changes, GitError, collect_changes, make_skeleton
+from .process import (
+    ProcessResult,
+    SpawnWrapper,
+    confined_spawns,
+    kill_all_process_groups,
+    run_process,
+)
+from .sandbox import (
+    Sandbox,
+    SandboxError,
+    TrialDirs,
+    create_run_root,
+    file_digest,
+    remove_tree,
+    trial_dirs,
+    trial_sandbox,
+)
+
+__all__ = [
+    "Changes",
+    "GitError",
+    "ProcessResult",
+    "Sandbox",
+    "SandboxError",
+    "SpawnWrapper",
+    "TrialDirs",
+    "collect_changes",
+    "confined_spawns",
+    "create_run_root",
+    "file_digest",
+    "kill_all_process_groups",
+    "make_skeleton",
+    "remove_tree",
+    "run_process",
+    "trial_dirs",
+    "trial_sandbox",
+]

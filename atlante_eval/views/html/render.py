@@ -1,0 +1,122 @@
+"""Render the pages: one Jinja2 environment (autoescape on) over the package's templates."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from markupsafe import Markup
+
+from ..._version import __version__
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from ...report import RunReport
+    from ...report.compare import CompareResult
+    from .history import LoadedReport
+
+__all__ = ["GENERATOR", "render_compare_html", "render_history_html", "render_run_html"]
+
+#: The ``<meta name="generator">`` of every page (``html`` replaces only files that carry it).
+GENERATOR = "atlante-eval"
+
+
+def _percent(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value * 100:.{digits}f}%"
+
+
+def _points(value: float) -> str:
+    return f"{value * 100:+.1f}"
+
+
+def _seconds(ms: float | None) -> str:
+    return "n/a" if ms is None else f"{ms / 1000:.1f} s"
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.0f}" if float(value).is_integer() or value >= 100 else f"{value:,.1f}"
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:.4f}"
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+    from pygments.formatters import HtmlFormatter
+
+    from .run_page import verdict_glyph
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("atlante_eval.views.html", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        percent=_percent,
+        points=_points,
+        seconds=_seconds,
+        number=_number,
+        money=_money,
+        glyph=verdict_glyph,
+    )
+    script = (files("atlante_eval.views.html") / "templates" / "app.js").read_text(encoding="utf-8")
+    style = (files("atlante_eval.views.html") / "templates" / "style.css").read_text(
+        encoding="utf-8"
+    )
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    env.globals.update(
+        # Only this script may run: its hash is the page's script-src (no injected one can).
+        app_js=Markup(script),  # noqa: S704 - our own file
+        style_css=Markup(style),  # noqa: S704 - our own file
+        script_hash=f"sha256-{digest}",
+        generator=GENERATOR,
+        version=__version__,
+        pygments_css=HtmlFormatter(cssclass="highlight").get_style_defs(".highlight"),
+    )
+    return env
+
+
+def _render(template: str, **context: Any) -> bytes:
+    return _environment().get_template(template).render(**context).encode("utf-8")
+
+
+def render_run_html(
+    report: RunReport, *, run_dir: Path | None = None, links_from: Path | None = None
+) -> bytes:
+    """The run page of ``report``.
+
+    Args:
+        report: any run report (a run's, merged, selftest, or the reference tool's).
+        run_dir: the run directory holding ``trials/<scenario>/<i>/`` transcripts, if any.
+        links_from: the directory the page will be written in (links to trial files
+            are relative to it); ``None`` links with absolute ``file://`` addresses.
+    """
+    from .run_page import VERDICTS, run_page
+
+    page = run_page(report, run_dir=run_dir, links_from=links_from)
+    return _render("run.html.j2", page=page, verdict_names=list(VERDICTS))
+
+
+def render_compare_html(result: CompareResult) -> bytes:
+    """The comparison page of ``result``."""
+    from .compare_page import compare_page
+
+    return _render("compare.html.j2", page=compare_page(result))
+
+
+def render_history_html(directory: Path, reports: list[LoadedReport]) -> bytes:
+    """The history page of ``reports`` (oldest first) found under ``directory``."""
+    from .history import history_page
+
+    return _render("history.html.j2", page=history_page(directory, reports))

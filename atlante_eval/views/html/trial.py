@@ -1,0 +1,374 @@
+"""A trial's panel as data: verdict and cause, checks with evidence, diff, transcript timeline.
+
+Everything text here is as recorded (untrusted): the templates escape it, and the
+diff is highlighted by Pygments, which escapes it too. Large values are capped so
+a page of many trials stays small; a capped value says how much was left out and
+the panel links the trial's files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from markupsafe import Markup
+
+from ...report import MetaConfig, RunFiles, TrialResult
+from ...transcript import (
+    RAW_FILE,
+    TRANSCRIPT_FILE,
+    ErrorEntry,
+    HeaderEntry,
+    RawEntry,
+    ResultEntry,
+    SessionStartEntry,
+    SkillEntry,
+    SubagentEntry,
+    TextEntry,
+    ToolCallEntry,
+    TranscriptEntry,
+    TruncatedEntry,
+    UsageEntry,
+    decode_transcript,
+    parse_entry,
+)
+from ..causes import evidence_line, trial_cause
+from .svg import usage_line
+
+__all__ = [
+    "PAGE_DIFF_CHARS",
+    "PAGE_ENTRIES",
+    "PAGE_TEXT_CHARS",
+    "Capped",
+    "CheckPanel",
+    "TimelineItem",
+    "TrialPanel",
+    "allowances",
+    "highlight_diff",
+    "trial_panel",
+]
+
+#: Most characters of one text value (evidence, tool input or output, agent text) in the page.
+PAGE_TEXT_CHARS = 1_000
+#: Most characters of a trial's diff in the page.
+PAGE_DIFF_CHARS = 6_000
+#: Most transcript entries of one trial in the page.
+PAGE_ENTRIES = 150
+#: Characters of diff and transcript one trial may put in the page when the run is small;
+#: a large run shares :data:`PAGE_BUDGET_CHARS` among its trials instead.
+TRIAL_MAX_CHARS = 200_000
+#: Least characters of diff and transcript a trial gets, however large the run.
+TRIAL_MIN_CHARS = 2_000
+#: Characters of diffs and transcripts one page holds in all (about; markup comes on top).
+PAGE_BUDGET_CHARS = 1_500_000
+#: Characters of markup counted for each timeline entry.
+_ENTRY_MARKUP = 300
+#: Most transcript bytes read for one trial's panel (the writer caps a transcript at 8 MiB).
+PAGE_TRANSCRIPT_BYTES = 9 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Capped:
+    """A text value cut to a page cap: what is shown and how many characters were left out."""
+
+    text: str
+    omitted: int = 0
+
+
+def cap(value: object, limit: int = PAGE_TEXT_CHARS) -> Capped:
+    """``value`` as text (JSON unless it is a string), cut to ``limit`` characters."""
+    if isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    if len(text) <= limit:
+        return Capped(text)
+    return Capped(text[:limit], len(text) - limit)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckPanel:
+    """One check of a trial."""
+
+    index: int
+    type: str
+    verdict: str
+    summary: str
+    evidence: Capped
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineItem:
+    """One transcript entry, ready for the page."""
+
+    kind: str
+    t: int
+    depth: int
+    title: str
+    status: str = ""
+    fields: list[tuple[str, Capped]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A link to one of the trial's files."""
+
+    label: str
+    href: str
+
+
+@dataclass(frozen=True, slots=True)
+class TrialPanel:
+    """Everything the page shows about one trial."""
+
+    anchor: str
+    scenario: str
+    i: int
+    verdict: str
+    cause: str | None
+    duration_ms: int
+    tokens: int | None
+    cost: float | None
+    model: str | None
+    error: Capped | None
+    checks: list[CheckPanel]
+    changed_files: list[str]
+    diff: Markup | None
+    diff_omitted: int
+    timeline: list[TimelineItem]
+    usage_chart: Markup | None
+    links: list[Link]
+    attempts: int
+    reused: bool
+
+
+def highlight_diff(diff: str) -> Markup:
+    """The diff as syntax-highlighted HTML (Pygments escapes every character of it)."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import DiffLexer
+
+    return Markup(highlight(diff, DiffLexer(), HtmlFormatter(cssclass="highlight")))  # noqa: S704 - Pygments escapes
+
+
+def _href(target: Path, links_from: Path | None) -> str:
+    if links_from is None:
+        return target.absolute().as_uri()
+    return quote(os.path.relpath(target, links_from))
+
+
+def _depths(entries: list[TranscriptEntry]) -> dict[str, int]:
+    """Nesting depth of each subagent call id (0: called by the main agent)."""
+    parents = {
+        e.id: e.parent
+        for e in entries
+        if isinstance(e, ToolCallEntry) and e.tool_kind == "subagent"
+    }
+    depths: dict[str, int] = {}
+    for call in parents:
+        depth, seen, current = 0, {call}, parents.get(call)
+        while current is not None and current not in seen and depth < 16:
+            seen.add(current)
+            depth += 1
+            current = parents.get(current)
+        depths[call] = depth + 1
+    return depths
+
+
+def _session_start(entry: SessionStartEntry, depth: int) -> TimelineItem:
+    fields = [("model", Capped(entry.model or "unknown"))]
+    for name, values in (
+        ("tools", entry.tools),
+        ("skills", entry.skills),
+        ("agents", entry.agents),
+    ):
+        if values:
+            fields.append((name, cap(", ".join(values))))
+    title = f"session start: {entry.host} {entry.version or ''}".strip()
+    return TimelineItem("session-start", entry.t, depth, title, fields=fields)
+
+
+def _text(entry: TextEntry, depth: int) -> TimelineItem:
+    who = f"{entry.agent} says" if entry.agent else "agent says"
+    return TimelineItem("text", entry.t, depth, who, fields=[("text", cap(entry.text))])
+
+
+def _tool_call(entry: ToolCallEntry, depth: int) -> TimelineItem:
+    fields = [("input", cap(entry.input))]
+    if entry.output is not None:
+        fields.append(("output", cap(entry.output)))
+    if entry.error is not None:
+        fields.append(("error", cap(entry.error)))
+    took = f" in {entry.duration_ms} ms" if entry.duration_ms is not None else ""
+    title = f"{entry.name} ({entry.tool_kind}){took}"
+    return TimelineItem("tool-call", entry.t, depth, title, entry.status, fields)
+
+
+def _usage(entry: UsageEntry, depth: int) -> TimelineItem:
+    cost = f", ${entry.cost_usd:.4f}" if entry.cost_usd is not None else ""
+    tokens = f"{entry.tokens:,}" if entry.tokens is not None else "?"
+    return TimelineItem("usage", entry.t, depth, f"usage: {tokens} tokens{cost}")
+
+
+def _error(entry: ErrorEntry, depth: int) -> TimelineItem:
+    status = f" (HTTP {entry.status})" if entry.status is not None else ""
+    fields = [("message", cap(entry.message))]
+    return TimelineItem("error", entry.t, depth, f"error{status}", "error", fields)
+
+
+def _result(entry: ResultEntry, depth: int) -> TimelineItem:
+    fields = [("text", cap(entry.text))] if entry.text else []
+    turns = f", {entry.turns} turns" if entry.turns is not None else ""
+    return TimelineItem("result", entry.t, depth, f"result: {entry.status}{turns}", fields=fields)
+
+
+def _truncated(entry: TruncatedEntry, depth: int) -> TimelineItem:
+    title = f"truncated ({entry.reason}): {entry.dropped:,} {entry.unit} left out"
+    return TimelineItem("truncated", entry.t, depth, title)
+
+
+def _item(entry: TranscriptEntry, depths: dict[str, int]) -> TimelineItem | None:
+    """The page's item for one entry (``None`` for the header)."""
+    parent = getattr(entry, "parent", None)
+    depth = depths.get(parent, 1) if isinstance(parent, str) else 0
+    match entry:
+        case HeaderEntry():
+            return None
+        case SessionStartEntry():
+            return _session_start(entry, depth)
+        case TextEntry():
+            return _text(entry, depth)
+        case ToolCallEntry():
+            return _tool_call(entry, depth)
+        case SkillEntry():
+            return TimelineItem("skill", entry.t, depth, f"skill {entry.name}")
+        case SubagentEntry():
+            return TimelineItem("subagent", entry.t, depth, f"subagent {entry.name}")
+        case UsageEntry():
+            return _usage(entry, depth)
+        case ErrorEntry():
+            return _error(entry, depth)
+        case ResultEntry():
+            return _result(entry, depth)
+        case TruncatedEntry():
+            return _truncated(entry, depth)
+        case RawEntry():
+            return TimelineItem(
+                "raw", entry.t, depth, "host event", fields=[("event", cap(entry.event))]
+            )
+    return None
+
+
+def _size(item: TimelineItem) -> int:
+    return _ENTRY_MARKUP + len(item.title) + sum(len(v.text) for _, v in item.fields)
+
+
+def _timeline(data: bytes, allowance: int) -> tuple[list[TimelineItem], Markup | None]:
+    """The transcript's entries while ``allowance`` characters last, then a note of the rest."""
+    read = decode_transcript(data, max_entries=PAGE_ENTRIES)
+    entries = [parse_entry(line.value) for line in read.lines]
+    if read.truncated is not None:
+        entries.append(read.truncated)
+    depths = _depths(entries)
+    items: list[TimelineItem] = []
+    used = 0
+    for position, entry in enumerate(entries):
+        item = _item(entry, depths)
+        if item is None:
+            continue
+        used += _size(item)
+        if used > allowance and items:
+            rest = len(entries) - position
+            title = f"{rest:,} more entries left out of this page: see transcript.jsonl"
+            items.append(TimelineItem("truncated", item.t, 0, title))
+            break
+        items.append(item)
+    usage = [(e.t, e.tokens) for e in entries if isinstance(e, UsageEntry) and e.tokens is not None]
+    return items, usage_line(usage) if usage else None
+
+
+def allowances(weights: list[int]) -> list[int]:
+    """Share :data:`PAGE_BUDGET_CHARS` among trials by weight, within the per-trial bounds."""
+    total = sum(weights) or 1
+    return [
+        min(max(PAGE_BUDGET_CHARS * w // total, TRIAL_MIN_CHARS), TRIAL_MAX_CHARS) for w in weights
+    ]
+
+
+def trial_panel(
+    scenario: str,
+    anchor: str,
+    trial: TrialResult,
+    config: MetaConfig | None,
+    *,
+    files: RunFiles | None,
+    links_from: Path | None,
+    allowance: int = TRIAL_MAX_CHARS,
+) -> TrialPanel:
+    """The panel of ``trial``; its transcript is read from the run's ``files`` when there is one.
+
+    The run directory is read by descriptor (:class:`~atlante_eval.report.run_files.RunFiles`):
+    a symlink or FIFO planted in ``trials/`` is never followed or opened.
+
+    ``allowance`` bounds the characters of diff and transcript the panel holds.
+    """
+    checks = [
+        CheckPanel(
+            index=c.index,
+            type=c.type,
+            verdict=c.verdict,
+            summary="" if c.verdict == "pass" else evidence_line(c),
+            evidence=cap(c.evidence),
+        )
+        for c in trial.checks or []
+    ]
+    diff, omitted = None, 0
+    if trial.diff:
+        shown = min(PAGE_DIFF_CHARS, max(allowance // 2, TRIAL_MIN_CHARS // 2))
+        omitted = max(len(trial.diff) - shown, 0)
+        diff = highlight_diff(trial.diff[:shown])
+        allowance -= min(len(trial.diff), shown) * 2  # highlighting about doubles it
+    timeline: list[TimelineItem] = []
+    chart: Markup | None = None
+    links: list[Link] = []
+    trial_files = files.trial(scenario, trial.i, create=False) if files is not None else None
+    if trial_files is not None:
+        with trial_files:
+            data = trial_files.read(TRANSCRIPT_FILE, limit=PAGE_TRANSCRIPT_BYTES)
+            names = trial_files.names()
+        base = files.path if files is not None else Path()
+        if data is not None:
+            timeline, chart = _timeline(data, max(allowance, TRIAL_MIN_CHARS))
+        for name in (TRANSCRIPT_FILE, RAW_FILE):
+            if name in names:
+                links.append(Link(name, _href(base / trial_files.path_of(name), links_from)))
+    return TrialPanel(
+        anchor=anchor,
+        scenario=scenario,
+        i=trial.i,
+        verdict=trial.verdict,
+        cause=trial_cause(trial, config),
+        duration_ms=trial.duration_ms,
+        tokens=trial.tokens,
+        cost=trial.cost,
+        model=trial.model,
+        error=cap(trial.error) if trial.error else None,
+        checks=checks,
+        changed_files=list(trial.changed_files or [])[:200],
+        diff=diff,
+        diff_omitted=omitted,
+        timeline=timeline,
+        usage_chart=chart,
+        links=links,
+        attempts=len(trial.attempts or []),
+        reused=bool(trial.reused),
+    )
+
+
+def jsonable(value: Any) -> str:
+    """``value`` as compact JSON for a ``data-`` attribute."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)

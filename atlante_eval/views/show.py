@@ -1,0 +1,505 @@
+"""What ``atlante-eval show`` shows: a run, a scenario's trials, one trial, as data.
+
+:func:`locate_run` finds a report (a run directory, a ``report.json``, a run id,
+or by default the newest real run of a project: selftest runs are skipped).
+:func:`run_view`, :func:`scenario_view` and :func:`trial_view` turn a report into
+frozen models; ``show --json`` prints them, :mod:`atlante_eval.views.show_render` draws
+them. A trial's transcript (``trials/<scenario>/<i>/transcript.jsonl`` in the run
+directory) is read entry by entry into a timeline, by the field names of the
+transcript format (docs/transcripts.md: ``kind``, ``t``, and per kind e.g.
+``toolKind``, ``durationMs``, ``costUsd``); unknown kinds and lines that are not
+JSON are kept as ``raw`` entries. All text in these models is as recorded (untrusted): renderers
+escape it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..diagnostics import DiagnosticError, error
+from ..project import SCENARIO_NAME_PATTERN
+from ..report import (
+    REPORT_FILE,
+    CheckResult,
+    OutputModel,
+    RunReport,
+    ScenarioResult,
+    TrialResult,
+    load_report,
+    report_base,
+    report_path,
+)
+from ..transcript import TRANSCRIPT_FILE, read_transcript_lines
+from .causes import check_failures, evidence_line, no_graded_note, trial_cause, verdict_counts
+
+__all__ = [
+    "TRANSCRIPT_FILE",
+    "CheckView",
+    "FailingCheck",
+    "RunView",
+    "ScenarioSummary",
+    "ScenarioView",
+    "TimelineEntry",
+    "TrialRow",
+    "TrialView",
+    "locate_run",
+    "read_transcript",
+    "run_view",
+    "scenario_view",
+    "select",
+    "trial_view",
+]
+
+#: Entry kinds of the transcript contract; any other kind is shown as ``raw``.
+KNOWN_KINDS = frozenset(
+    {
+        "header",
+        "session-start",
+        "text",
+        "tool-call",
+        "skill",
+        "subagent",
+        "usage",
+        "error",
+        "result",
+        "raw",
+        "truncated",
+    }
+)
+#: Most transcript bytes read for one trial.
+MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
+#: Most transcript entries read for one trial.
+MAX_TRANSCRIPT_ENTRIES = 20_000
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SELFTEST_HOST = "selftest"
+
+
+class FailingCheck(OutputModel):
+    """How often one check of a scenario failed over its graded trials."""
+
+    index: int
+    """The check's position in the scenario document."""
+    type: str
+    """The check type."""
+    failed: int
+    """Trials where it failed."""
+    errored: int
+    """Trials where it could not produce a verdict."""
+    graded: int
+    """Trials whose checks ran."""
+
+
+class ScenarioSummary(OutputModel):
+    """One scenario of a run at a glance."""
+
+    name: str
+    """Scenario name."""
+    trials: int
+    """Trials in the report."""
+    pass_rate: float
+    """``pass`` trials / executed trials (the reference's rate)."""
+    passed: int
+    """Trials with verdict ``pass``."""
+    graded: int
+    """Executed trials minus infra-errors."""
+    pass_rate_graded: float | None
+    """``pass`` trials / graded trials (``None`` when none was graded)."""
+    wilson95: tuple[float, float] | None
+    """95% Wilson interval of ``passRateGraded``."""
+    verdicts: dict[str, int]
+    """Trials per verdict."""
+    note: str | None
+    """``not run (...)`` or ``no graded trials (...)`` when no trial was graded."""
+    failing_checks: list[FailingCheck]
+    """Checks that failed or errored in some trial."""
+    mean_duration_ms: int
+    """Mean duration of executed trials."""
+    duration_p95_ms: int
+    """95th percentile duration of executed trials."""
+
+
+class RunView(OutputModel):
+    """A run overview: ``show [RUN]``."""
+
+    run_id: str
+    """The run id."""
+    report: str
+    """Path of the report file."""
+    host: str
+    """Host name."""
+    host_version: str | None
+    """Host version."""
+    model: str
+    """Model."""
+    started_at: str | None
+    """UTC start time."""
+    wall_time_ms: int | None
+    """Wall time of the run."""
+    interrupted: bool
+    """The run was interrupted or stopped part-way."""
+    config: dict[str, int]
+    """The run budget (``meta.config``)."""
+    verdicts: dict[str, int]
+    """Trials per verdict over the run."""
+    scenarios: list[ScenarioSummary]
+    """Every scenario, in report order."""
+
+
+class TrialRow(OutputModel):
+    """One trial in a scenario listing."""
+
+    i: int
+    """Trial index."""
+    verdict: str
+    """Verdict."""
+    duration_ms: int
+    """Duration."""
+    tokens: int | None
+    """Tokens reported."""
+    cost: float | None
+    """Cost reported."""
+    cause: str | None
+    """Why it did not pass (one line), ``None`` for a pass."""
+
+
+class ScenarioView(OutputModel):
+    """A scenario's trials: ``show RUN SCENARIO``."""
+
+    run_id: str
+    """The run id."""
+    summary: ScenarioSummary
+    """The scenario at a glance."""
+    trials: list[TrialRow]
+    """Its trials in index order."""
+
+
+class CheckView(OutputModel):
+    """One check of a trial with its evidence."""
+
+    index: int
+    """Position in the scenario document."""
+    type: str
+    """Check type."""
+    verdict: str
+    """``pass``, ``fail`` or ``error``."""
+    summary: str
+    """What the check saw, in one line (empty on a pass)."""
+    evidence: dict[str, Any]
+    """The evidence as recorded."""
+
+
+class TimelineEntry(OutputModel):
+    """One transcript entry, by the transcript contract's field names."""
+
+    kind: str
+    """Entry kind; unknown kinds read as ``raw``."""
+    t: int | None
+    """Milliseconds since the session started."""
+    data: dict[str, Any]
+    """The entry's fields other than ``kind`` and ``t`` (for ``raw``: ``event``)."""
+
+
+class TrialView(OutputModel):
+    """One trial in full: ``show RUN SCENARIO:I``."""
+
+    run_id: str
+    """The run id."""
+    scenario: str
+    """Scenario name."""
+    i: int
+    """Trial index."""
+    verdict: str
+    """Verdict."""
+    cause: str | None
+    """Why it did not pass (one line)."""
+    duration_ms: int
+    """Duration."""
+    tokens: int | None
+    """Tokens reported."""
+    cost: float | None
+    """Cost reported."""
+    model: str | None
+    """Model reported for the trial."""
+    error: str | None
+    """The trial's error text, whole."""
+    checks: list[CheckView]
+    """Its checks (empty when the session did not complete)."""
+    changed_files: list[str]
+    """Paths the agent changed."""
+    diff: str | None
+    """The diff against the baseline."""
+    transcript: str | None
+    """Path of the transcript file, when there is one."""
+    timeline: list[TimelineEntry]
+    """The transcript's entries."""
+
+
+def _not_found(message: str, source: str, next_step: str) -> DiagnosticError:
+    return DiagnosticError([error("report-unreadable", message, source=source, next=next_step)])
+
+
+def _is_real_run(report_file: Path) -> bool:
+    """Whether ``report_file`` is a readable report of a ``run`` (not a selftest)."""
+    if (report_file.parent / "selftest.json").exists():
+        return False
+    try:
+        report = load_report(report_file)
+    except DiagnosticError:
+        return False
+    return report.meta.host != _SELFTEST_HOST
+
+
+def _project_base(project: Path | None, out: Path | None) -> Path:
+    if out is not None:
+        return out
+    from ..project import find_config
+
+    return report_base(find_config(project).parent, None)
+
+
+def locate_run(
+    run: str | Path | None, *, project: Path | None = None, out: Path | None = None
+) -> Path:
+    """Return the report file ``run`` names.
+
+    ``run`` is a run directory, a ``report.json``, a run id under the report base
+    (``out``, else the project's ``.atlante/eval``), or ``None`` for the newest
+    real run there (selftest runs and unreadable reports are skipped).
+
+    Raises:
+        DiagnosticError: ``report-unreadable`` (exit 2) when nothing is found, or
+            ``eval-not-configured`` when no project is found to look in.
+    """
+    if run is not None:
+        candidate = Path(run)
+        if candidate.exists():
+            return report_path(candidate)
+        text = str(run)
+        if not _RUN_ID.match(text):
+            raise _not_found(
+                f"no run directory, report or run id {text!r}",
+                text,
+                "pass a run directory, its report.json, or a run id",
+            )
+        base = _project_base(project, out)
+        file = base / text / REPORT_FILE
+        if not file.exists():
+            raise _not_found(
+                f"no run {text} under {base}",
+                str(base),
+                "pass a run directory or report.json, or --project/--out to say where runs are",
+            )
+        return file
+    base = _project_base(project, out)
+    runs = sorted((p for p in base.iterdir() if p.is_dir()), reverse=True) if base.is_dir() else []
+    selftests = []
+    for directory in runs:
+        if _is_real_run(directory / REPORT_FILE):
+            return directory / REPORT_FILE
+        if (directory / "selftest.json").exists():
+            selftests.append(directory)
+    if selftests:
+        raise _not_found(
+            f"no run report found under {base}: only selftest runs "
+            f"({len(selftests)}), which show leaves out unless named",
+            str(base),
+            f"run `atlante-eval run` first, or name a run: `atlante-eval show {selftests[0]}`",
+        )
+    raise _not_found(
+        f"no run report found under {base}",
+        str(base),
+        "run `atlante-eval run` first, or pass a run directory or report.json",
+    )
+
+
+def select(report: RunReport, target: str) -> tuple[str, int | None]:
+    """Split ``SCENARIO`` or ``SCENARIO:I`` and check both exist in ``report``.
+
+    Raises:
+        DiagnosticError: ``invalid-option`` (exit 2) naming what exists.
+    """
+    name, index = target, None
+    if target not in report.scenarios and ":" in target:
+        head, _, tail = target.rpartition(":")
+        if tail.isascii() and tail.isdigit():
+            name, index = head, int(tail)
+    if name not in report.scenarios:
+        names = ", ".join(sorted(report.scenarios)) or "(none)"
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"run {report.run_id} has no scenario {name!r}",
+                    expected=f"one of {names}",
+                    next="pass SCENARIO or SCENARIO:I as listed by `atlante-eval show RUN`",
+                )
+            ]
+        )
+    if index is not None and not any(t.i == index for t in report.scenarios[name].trials):
+        count = len(report.scenarios[name].trials)
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"scenario {name!r} has no trial {index}",
+                    expected=f"a trial index from 0 to {count - 1}" if count else "no trials",
+                    next=f"pass {name}:I with one of the trial indices shown by "
+                    f"`atlante-eval show RUN {name}`",
+                )
+            ]
+        )
+    return name, index
+
+
+def _summary(name: str, result: ScenarioResult) -> ScenarioSummary:
+    stats = result.stats
+    graded = stats is not None and stats.graded > 0
+    counts = verdict_counts(result)
+    return ScenarioSummary(
+        name=name,
+        trials=len(result.trials),
+        passed=counts["pass"],
+        graded=len(result.trials) - counts["infra-error"] - counts["skipped-budget"],
+        pass_rate=result.pass_rate,
+        pass_rate_graded=stats.pass_rate_graded if graded and stats else None,
+        wilson95=stats.wilson95 if graded and stats else None,
+        verdicts=dict(counts),
+        note=no_graded_note(result),
+        failing_checks=[
+            FailingCheck(
+                index=f.index, type=f.type, failed=f.failed, errored=f.errored, graded=f.graded
+            )
+            for f in check_failures(result)
+        ],
+        mean_duration_ms=result.mean_duration_ms,
+        duration_p95_ms=result.spread.duration_p95_ms,
+    )
+
+
+def run_view(report: RunReport, path: Path) -> RunView:
+    """The overview of ``report`` (published at ``path``)."""
+    meta = report.meta
+    verdicts: dict[str, int] = {}
+    for trial in report.all_trials():
+        verdicts[trial.verdict] = verdicts.get(trial.verdict, 0) + 1
+    return RunView(
+        run_id=report.run_id,
+        report=str(path),
+        host=meta.host,
+        host_version=meta.host_version,
+        model=meta.model,
+        started_at=meta.started_at,
+        wall_time_ms=meta.wall_time_ms,
+        interrupted=bool(meta.interrupted),
+        config=meta.config.model_dump(by_alias=True),
+        verdicts=verdicts,
+        scenarios=[_summary(name, result) for name, result in report.scenarios.items()],
+    )
+
+
+def _row(trial: TrialResult, report: RunReport) -> TrialRow:
+    return TrialRow(
+        i=trial.i,
+        verdict=trial.verdict,
+        duration_ms=trial.duration_ms,
+        tokens=trial.tokens,
+        cost=trial.cost,
+        cause=trial_cause(trial, report.meta.config),
+    )
+
+
+def scenario_view(report: RunReport, name: str) -> ScenarioView:
+    """The trials of scenario ``name`` in ``report``."""
+    result = report.scenarios[name]
+    return ScenarioView(
+        run_id=report.run_id,
+        summary=_summary(name, result),
+        trials=[_row(t, report) for t in result.trials],
+    )
+
+
+def _check(check: CheckResult) -> CheckView:
+    return CheckView(
+        index=check.index,
+        type=check.type,
+        verdict=check.verdict,
+        summary="" if check.verdict == "pass" else evidence_line(check),
+        evidence=check.evidence,
+    )
+
+
+def transcript_file(run_dir: Path, scenario: str, index: int) -> Path | None:
+    """Where trial ``index`` of ``scenario`` keeps its transcript, if the name is safe."""
+    if not re.fullmatch(SCENARIO_NAME_PATTERN, scenario):
+        return None
+    return run_dir / "trials" / scenario / str(index) / TRANSCRIPT_FILE
+
+
+def _entry(value: object) -> TimelineEntry:
+    if not isinstance(value, dict):
+        return TimelineEntry(kind="raw", t=None, data={"event": value})
+    t = value.get("t")
+    stamp = t if isinstance(t, int) and not isinstance(t, bool) else None
+    kind = value.get("kind")
+    if not isinstance(kind, str) or kind not in KNOWN_KINDS:
+        return TimelineEntry(kind="raw", t=stamp, data={"event": value})
+    data = {k: v for k, v in value.items() if k not in ("kind", "t")}
+    return TimelineEntry(kind=kind, t=stamp, data=data)
+
+
+def read_transcript(path: Path) -> list[TimelineEntry]:
+    """Read a ``transcript.jsonl`` into entries, tolerating anything a file may hold.
+
+    The file is read by :func:`atlante_eval.transcript.models.read_transcript_lines`
+    (never through a symbolic link). Lines that are not JSON, or entries of
+    unknown kinds, become ``raw`` entries; reading stops after
+    :data:`MAX_TRANSCRIPT_BYTES` or :data:`MAX_TRANSCRIPT_ENTRIES`, with a
+    ``truncated`` entry saying so.
+    """
+    read = read_transcript_lines(
+        path, max_bytes=MAX_TRANSCRIPT_BYTES, max_entries=MAX_TRANSCRIPT_ENTRIES
+    )
+    entries = [_entry(line.value if line.is_json else {"line": line.value}) for line in read.lines]
+    if read.truncated is not None:
+        cut = read.truncated
+        entries.append(
+            TimelineEntry(
+                kind="truncated",
+                t=None,
+                data={"reason": f"show: {cut.reason}", "dropped": cut.dropped, "unit": cut.unit},
+            )
+        )
+    return entries
+
+
+def trial_view(report: RunReport, path: Path, name: str, index: int) -> TrialView:
+    """Trial ``index`` of scenario ``name``, with its transcript when one was recorded."""
+    trial = next(t for t in report.scenarios[name].trials if t.i == index)
+    file = transcript_file(path.parent, name, index)
+    timeline: list[TimelineEntry] = []
+    shown: str | None = None
+    if file is not None and file.is_file() and not file.is_symlink():
+        try:
+            timeline = read_transcript(file)
+            shown = str(file)
+        except OSError:
+            timeline = []
+    return TrialView(
+        run_id=report.run_id,
+        scenario=name,
+        i=trial.i,
+        verdict=trial.verdict,
+        cause=trial_cause(trial, report.meta.config),
+        duration_ms=trial.duration_ms,
+        tokens=trial.tokens,
+        cost=trial.cost,
+        model=trial.model,
+        error=trial.error,
+        checks=[_check(c) for c in trial.checks or []],
+        changed_files=list(trial.changed_files or []),
+        diff=trial.diff,
+        transcript=shown,
+        timeline=timeline,
+    )

@@ -1,0 +1,333 @@
+"""Draw ``atlante-eval show`` views with rich: plain text on a pipe, styled on a terminal.
+
+Every piece of recorded text (scenario names, errors, evidence, diffs, the
+agent's words and tool inputs) is untrusted: it goes through
+:func:`atlante_eval._util.terminal.printable` and into :class:`rich.text.Text` objects,
+never into markup, so neither escape sequences nor rich markup in it can act.
+On a terminal the diff is syntax-highlighted; elsewhere it prints as is.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.text import Text
+
+from .._util.terminal import printable, shorten
+from .causes import describe_failure
+from .progress import CAUSE_SEPARATOR, format_duration
+from .show import CheckView, RunView, ScenarioSummary, ScenarioView, TimelineEntry, TrialView
+
+__all__ = ["make_console", "render_run", "render_scenario", "render_trial", "timeline_lines"]
+
+#: Longest shortened value (tool input or output, evidence field) in one line.
+VALUE_WIDTH = 160
+#: Most lines of a multi-line evidence value (command output) shown.
+OUTPUT_LINES = 20
+
+_VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red"}
+_KIND_STYLE = {
+    "tool-call": "cyan",
+    "text": "default",
+    "skill": "magenta",
+    "subagent": "magenta",
+    "usage": "bright_black",
+    "error": "red",
+    "result": "bold",
+    "raw": "yellow",
+    "truncated": "yellow",
+}
+_KIND_LABEL = {"tool-call": "tool", "session-start": "session"}
+
+
+def make_console(stream: IO[str], *, color: bool) -> Console:
+    """A console that never interprets markup or emoji codes in what it prints."""
+    return Console(
+        file=stream,
+        force_terminal=color,
+        no_color=not color,
+        color_system="auto" if color else None,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        soft_wrap=True,
+    )
+
+
+def _safe(value: object, width: int | None = VALUE_WIDTH) -> str:
+    text = printable(value if isinstance(value, str) else _compact(value))
+    return shorten(text, width) if width is not None else text
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _verdict(verdict: str) -> Text:
+    return Text(printable(verdict), style=_VERDICT_STYLE.get(verdict, "yellow"))
+
+
+def _percent(value: float) -> str:
+    return f"{round(value * 100)}%"
+
+
+def _summary_line(summary: ScenarioSummary) -> Text:
+    line = Text(f"{printable(summary.name)}: ", style="bold")
+    if summary.note is not None:
+        line.append(summary.note, style="yellow")
+    else:
+        line.append(f"pass {_percent(summary.pass_rate)}")
+        if summary.pass_rate_graded is not None and summary.wilson95 is not None:
+            low, high = summary.wilson95
+            line.append(
+                f" ({summary.passed}/{summary.graded} graded, "
+                f"95% interval [{_percent(low)}, {_percent(high)}])"
+            )
+        line.append(
+            f" · mean {format_duration(summary.mean_duration_ms)}"
+            f" · p95 {format_duration(summary.duration_p95_ms)}"
+        )
+    counts = " · ".join(f"{printable(v)} {n}" for v, n in sorted(summary.verdicts.items()))
+    line.append(f" · {counts}" if counts else "")
+    return line
+
+
+def _failing_lines(summary: ScenarioSummary) -> list[Text]:
+    return [
+        Text("  " + describe_failure(c.index, c.type, c.failed, c.errored, c.graded), style="red")
+        for c in summary.failing_checks
+    ]
+
+
+def render_run(view: RunView, console: Console) -> None:
+    """Print a run overview: meta, then each scenario with its failing checks."""
+    console.print(Text(f"run {printable(view.run_id)}", style="bold"))
+    console.print(Text(f"report {printable(view.report)}"))
+    host = printable(view.host) + (f" {printable(view.host_version)}" if view.host_version else "")
+    console.print(Text(f"host {host} · model {printable(view.model)}"))
+    config = view.config
+    timing = []
+    if view.started_at:
+        timing.append(f"started {printable(view.started_at)}")
+    if view.wall_time_ms is not None:
+        timing.append(f"wall {format_duration(view.wall_time_ms)}")
+    timing.append(
+        f"budget {config.get('trials')} trials · timeout {config.get('timeoutMs')} ms · "
+        f"maxSessions {config.get('maxSessions')} · maxTokens {config.get('maxTokens', 0):,}"
+    )
+    console.print(Text(" · ".join(timing)))
+    total = sum(view.verdicts.values())
+    counts = " · ".join(f"{printable(v)} {n}" for v, n in sorted(view.verdicts.items()))
+    line = Text(f"trials {total}" + (f" · {counts}" if counts else ""))
+    if view.interrupted:
+        line.append(" · interrupted (partial report)", style="yellow")
+    console.print(line)
+    for summary in view.scenarios:
+        console.print()
+        console.print(_summary_line(summary))
+        for failing in _failing_lines(summary):
+            console.print(failing)
+
+
+def _trial_detail(duration_ms: int, tokens: int | None, cost: float | None) -> str:
+    parts = [format_duration(duration_ms)]
+    if cost is not None:
+        parts.append(f"${cost:.4f}")
+    if tokens is not None:
+        parts.append(f"{tokens} tokens")
+    return " · ".join(parts)
+
+
+def render_scenario(view: ScenarioView, console: Console) -> None:
+    """Print a scenario's summary and one line per trial with its cause."""
+    console.print(
+        Text(
+            f"scenario {printable(view.summary.name)} · run {printable(view.run_id)}", style="bold"
+        )
+    )
+    console.print(_summary_line(view.summary))
+    for failing in _failing_lines(view.summary):
+        console.print(failing)
+    console.print()
+    for trial in view.trials:
+        line = Text(f"trial {trial.i}: ")
+        line.append_text(_verdict(trial.verdict))
+        line.append(f" ({_trial_detail(trial.duration_ms, trial.tokens, trial.cost)})")
+        if trial.cause:
+            line.append(f"{CAUSE_SEPARATOR}{trial.cause}")
+        console.print(line)
+
+
+def _evidence_lines(check: CheckView) -> list[Text]:
+    lines = []
+    for key, value in check.evidence.items():
+        if isinstance(value, str) and "\n" in value:
+            lines.append(Text(f"      {printable(key)}:", style="bright_black"))
+            shown = value.splitlines()
+            for row in shown[:OUTPUT_LINES]:
+                lines.append(Text(f"        {_safe(row)}"))
+            if len(shown) > OUTPUT_LINES:
+                lines.append(Text(f"        … {len(shown) - OUTPUT_LINES} more lines"))
+        else:
+            lines.append(Text(f"      {printable(key)}: {_safe(value)}", style="bright_black"))
+    return lines
+
+
+def _render_checks(view: TrialView, console: Console) -> None:
+    if not view.checks:
+        console.print(Text("checks: none ran (the session did not complete)"))
+        return
+    console.print(Text("checks", style="bold"))
+    for check in view.checks:
+        line = Text(f"  check {check.index} {printable(check.type)}: ")
+        line.append_text(_verdict(check.verdict))
+        if check.summary:
+            line.append(f" — {check.summary}")
+        console.print(line)
+        if check.verdict != "pass":
+            for evidence in _evidence_lines(check):
+                console.print(evidence)
+
+
+def _render_diff(view: TrialView, console: Console) -> None:
+    if view.changed_files:
+        console.print(Text("changed files", style="bold"))
+        for path in view.changed_files:
+            console.print(Text(f"  {printable(path)}"))
+    if not view.diff:
+        return
+    console.print(Text("diff", style="bold"))
+    diff = printable(view.diff.rstrip("\n"), multiline=True)
+    if console.is_terminal and not console.no_color:
+        console.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
+    else:
+        console.print(Text(diff))
+
+
+def _stamp(t: int | None) -> str:
+    return f"+{t / 1000:.1f}s" if t is not None else ""
+
+
+def _tool_text(data: dict[str, Any]) -> str:
+    parts = [f"{_safe(data.get('name', '?'), 60)} ({_safe(data.get('toolKind', 'other'), 20)})"]
+    if data.get("input") is not None:
+        parts.append(_safe(data["input"]))
+    status = data.get("status")
+    if status:
+        duration = data.get("durationMs")
+        parts.append(_safe(status, 20) + (f" {duration}ms" if isinstance(duration, int) else ""))
+    if data.get("error"):
+        parts.append(f"error: {_safe(data['error'])}")
+    elif data.get("output") is not None:
+        parts.append(f"→ {_safe(data['output'])}")
+    return " ".join(parts)
+
+
+def _session_text(data: dict[str, Any]) -> str:
+    parts = [f"host {_safe(data.get('host', '?'), 40)}"]
+    if data.get("version"):
+        parts[0] += f" {_safe(data['version'], 40)}"
+    if data.get("model"):
+        parts.append(f"model {_safe(data['model'], 80)}")
+    for key in ("tools", "skills", "agents"):
+        names = data.get(key)
+        if isinstance(names, list) and names:
+            parts.append(f"{key} {_safe(', '.join(str(n) for n in names))}")
+    return " · ".join(parts)
+
+
+def _money_tokens(data: dict[str, Any]) -> list[str]:
+    parts = []
+    if isinstance(data.get("tokens"), int):
+        parts.append(f"{data['tokens']:,} tokens")
+    if isinstance(data.get("costUsd"), int | float):
+        parts.append(f"${data['costUsd']:.4f}")
+    return parts
+
+
+def _entry_text(entry: TimelineEntry) -> str:
+    data = entry.data
+    kind = entry.kind
+    if kind == "header":
+        return f"schema {_safe(data.get('schema'), 10)} · host {_safe(data.get('host', '?'), 40)}"
+    if kind == "session-start":
+        return _session_text(data)
+    if kind == "text":
+        agent = f"[{_safe(data['agent'], 40)}] " if data.get("agent") else ""
+        return agent + _safe(data.get("text", ""))
+    if kind == "tool-call":
+        return _tool_text(data)
+    if kind in ("skill", "subagent"):
+        return _safe(data.get("name", "?"), 80)
+    if kind == "usage":
+        return " · ".join(_money_tokens(data)) or "no figures"
+    if kind == "error":
+        status = f"[{data['status']}] " if isinstance(data.get("status"), int) else ""
+        return status + _safe(data.get("message", ""))
+    if kind == "result":
+        parts = [_safe(data.get("status", "?"), 40)]
+        if isinstance(data.get("turns"), int):
+            parts.append(f"{data['turns']} turns")
+        parts.extend(_money_tokens(data))
+        if data.get("text"):
+            parts.append(_safe(data["text"]))
+        return " · ".join(parts)
+    if kind == "truncated":
+        return (
+            f"{_safe(data.get('dropped'), 20)} {_safe(data.get('unit', ''), 20)} dropped: "
+            + _safe(data.get("reason", ""))
+        )
+    return _safe(data.get("event", data))
+
+
+def timeline_lines(entries: list[TimelineEntry]) -> list[Text]:
+    """One line per transcript entry: offset, kind and what happened, nested under subagents."""
+    depth: dict[str, int] = {}
+    lines = []
+    for entry in entries:
+        parent = entry.data.get("parent")
+        level = depth.get(parent, 0) + 1 if isinstance(parent, str) else 0
+        if entry.kind == "tool-call" and isinstance(entry.data.get("id"), str):
+            depth[entry.data["id"]] = level
+        label = _KIND_LABEL.get(entry.kind, entry.kind)
+        line = Text(f"  {_stamp(entry.t):>8}  ", style="bright_black")
+        line.append("  " * level)
+        line.append(f"{label:<9}", style=_KIND_STYLE.get(entry.kind, "default"))
+        line.append(f" {_entry_text(entry)}")
+        lines.append(line)
+    return lines
+
+
+def render_trial(view: TrialView, console: Console) -> None:
+    """Print one trial: verdict and cause, checks with evidence, diff, transcript timeline."""
+    title = Text(f"trial {printable(view.scenario)}:{view.i} · run {printable(view.run_id)}: ")
+    title.stylize("bold")
+    title.append_text(_verdict(view.verdict))
+    title.append(f" ({_trial_detail(view.duration_ms, view.tokens, view.cost)})")
+    console.print(title)
+    if view.cause:
+        console.print(Text(f"cause: {view.cause}"))
+    if view.model:
+        console.print(Text(f"model {printable(view.model)}"))
+    if view.error and "\n" in view.error.strip():
+        console.print(Text("error:"))
+        console.print(Text(printable(view.error.strip(), multiline=True)))
+    console.print()
+    _render_checks(view, console)
+    if view.diff or view.changed_files:
+        console.print()
+        _render_diff(view, console)
+    console.print()
+    if view.transcript is None:
+        console.print(Text("transcript: none recorded"))
+        return
+    console.print(
+        Text(
+            f"transcript ({len(view.timeline)} entries) {printable(view.transcript)}", style="bold"
+        )
+    )
+    for line in timeline_lines(view.timeline):
+        console.print(line)
