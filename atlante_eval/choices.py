@@ -26,6 +26,7 @@ __all__ = [
     "HostName",
     "Isolation",
     "LogFormat",
+    "ShardBalancing",
 ]
 
 #: Host sessions run at once by default. Model latency dominates a trial, so overlapping a
@@ -69,6 +70,8 @@ EXTENDED_SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/atlante-eval/v1/eval-s
 HostName = Literal["opencode", "claude-code"]
 #: ``--isolation``: how trials are contained (docs/isolation.md).
 Isolation = Literal["none", "os"]
+#: ``--balance``: how ``--shard I/N`` splits the plan (docs/scaling.md).
+ShardBalancing = Literal["round-robin", "duration"]
 #: ``--log-format``: structured run logs on stderr.
 LogFormat = Literal["none", "console", "json"]
 #: The formats whose JSON Schema ``atlante-eval schema KIND`` prints.

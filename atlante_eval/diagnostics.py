@@ -96,6 +96,8 @@ CODES: dict[str, str] = {
     "report-unreadable": "A report file given to compare, merge or junit cannot be read.",
     "output-failed": "Standard output could not take the output (closed pipe, full disk).",
     "merge-mismatch": "Reports given to merge are not the complete shards of one run.",
+    "shard-balance-estimated": "--balance-from times some of the plan's scenarios not at all; "
+    "they are estimated.",
     "compare-host-differs": "compare: the two runs used different hosts or host versions.",
     "compare-model-differs": "compare: the two runs used different models.",
     "compare-budget-differs": "compare: the two runs had different budgets (timeouts, tokens).",

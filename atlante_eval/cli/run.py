@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._util.terminal import printable, use_color
-from ..choices import Isolation, LogFormat
+from ..choices import Isolation, LogFormat, ShardBalancing
 from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
 
 #: Most trials per scenario (``--max-trials``, ``--min-trials``), as for ``--trials``.
@@ -96,6 +96,24 @@ def run(
             "--shard",
             metavar="I/N",
             help="Run only slice I of N of the trial plan.",
+            show_default=False,
+        ),
+    ] = None,
+    balance: Annotated[
+        ShardBalancing,
+        typer.Option(
+            "--balance",
+            help="How --shard splits the plan: round-robin, or duration (every shard expected "
+            "to take about as long, by the trial durations of --balance-from).",
+        ),
+    ] = "round-robin",
+    balance_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--balance-from",
+            metavar="REPORT",
+            help="--balance duration: the earlier report (or run directory) whose trial "
+            "durations are the estimates; the same file on every shard.",
             show_default=False,
         ),
     ] = None,
@@ -220,6 +238,8 @@ def run(
             or 0,
             resume=resume,
             shard=shard,
+            balance=balance,
+            balance_from=balance_from,
             last_failed=last_failed,
             against=against,
             until_decided=until_decided,

@@ -6,9 +6,10 @@ aside: per scenario the union of the trials in index order with every statistic
 recomputed, run totals recomputed, and ``meta.shard`` removed. The meta of a merged
 report: ``startedAt`` the earliest shard's, ``endedAt`` the latest's, ``wallTimeMs``
 the longest shard's (the shards ran side by side), ``jobs`` the sum over shards, and
-``interrupted`` set when any shard was. Merging is strict: every shard 1..N exactly
-once, one plan digest, no trial twice, no trial missing; anything else is refused
-with ``merge-mismatch`` (exit 2).
+``interrupted`` set when any shard was. Shards balanced by duration keep their common
+``shardBalance`` record, with every shard's wall time as its ``actualMs``. Merging is
+strict: every shard 1..N exactly once, one plan digest, one split, no trial twice, no
+trial missing; anything else is refused with ``merge-mismatch`` (exit 2).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..diagnostics import DiagnosticError, error
-from .models import Meta, RunReport, ScenarioResult, TrialResult
+from .models import Meta, RunReport, ScenarioResult, ShardBalance, TrialResult
 from .publish import new_run_id
 from .results import finalize, summarize
 
@@ -59,6 +60,7 @@ def merge_reports(shards: Sequence[ShardReport], *, run_id: str | None = None) -
     ordered = _check_shards(shards)
     first = ordered[0].report
     _check_same_run(ordered)
+    _check_same_split(ordered)
     scenarios = _merge_scenarios(ordered, trials=first.meta.config.trials)
     merged = RunReport(
         run_id=run_id or new_run_id(),
@@ -212,6 +214,7 @@ def _merge_meta(metas: list[Meta]) -> Meta:
         "interrupted": True if any(m.interrupted for m in metas) else None,
         "run_root": None,
         "totals": None,  # recomputed by finalize()
+        "shard_balance": _merge_balance(metas),
     }
     # Any other optional field (e.g. resumedFrom) stands only when every shard agrees.
     for field, info in Meta.model_fields.items():
@@ -221,6 +224,43 @@ def _merge_meta(metas: list[Meta]) -> Meta:
         if any(value != values[0] for value in values):
             update[field] = None
     return metas[0].model_copy(update=update)
+
+
+def _split_of(meta: Meta) -> tuple[object, ...] | None:
+    """What decides a shard's split: the balancing, its source report, the shard sizes."""
+    record = meta.shard_balance
+    if record is None:
+        return None
+    return (record.by, record.from_run_id, [s.trials for s in record.shards], record.estimated)
+
+
+def _check_same_split(shards: list[ShardReport]) -> None:
+    """Every shard split the plan the same way (round robin, or from the same durations)."""
+    first = shards[0]
+    expected = _split_of(first.report.meta)
+    for shard in shards[1:]:
+        if _split_of(shard.report.meta) != expected:
+            raise _mismatch(
+                f"{shard.source} and {first.source} split the plan differently (their --balance "
+                "or --balance-from differ), so their trials overlap or leave gaps",
+                source=shard.source,
+                next_step="run every shard with the same --balance options and the same "
+                "--balance-from report, then merge again",
+            )
+
+
+def _merge_balance(metas: list[Meta]) -> ShardBalance | None:
+    """The shards' common split, each shard's ``actualMs`` its wall time."""
+    first = metas[0].shard_balance
+    if first is None:
+        return None
+    loads = [
+        load.model_copy(update={"actual_ms": meta.wall_time_ms})
+        for load, meta in zip(first.shards, metas, strict=False)
+    ]
+    actual = [load.actual_ms for load in loads]
+    longest = max(a for a in actual if a is not None) if None not in actual else None
+    return first.model_copy(update={"shards": loads, "actual_makespan_ms": longest})
 
 
 def _instant(stamp: str) -> datetime:

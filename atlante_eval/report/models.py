@@ -36,6 +36,8 @@ __all__ = [
     "ScenarioResult",
     "ScenarioStatistics",
     "ScenarioToolCalls",
+    "ShardBalance",
+    "ShardLoad",
     "Spread",
     "TamperedFile",
     "ToolCallCounts",
@@ -443,6 +445,40 @@ class AdaptiveRecord(OutputModel):
     """Whether ``compare`` on the final counts makes every decision the run made."""
 
 
+class ShardLoad(OutputModel):
+    """One shard of a balanced split: its trials and how long it was expected to take."""
+
+    shard: str
+    """``I/N``."""
+    trials: int
+    """Trials of the plan assigned to it."""
+    expected_ms: int
+    """Expected makespan: its trials' expected session durations run ``jobs`` at a time."""
+    actual_ms: int | None = None
+    """The shard's wall time (``meta.wallTimeMs`` of its report), once known."""
+
+
+class ShardBalance(OutputModel):
+    """How ``--balance duration`` split the plan into shards (additive; docs/scaling.md)."""
+
+    by: Literal["duration"]
+    """What the shards were balanced by."""
+    from_run_id: str
+    """Run id of the report whose trial durations were the estimates (``--balance-from``)."""
+    jobs: int
+    """Trials at once assumed for every shard (this run's ``--jobs``)."""
+    expected_makespan_ms: int
+    """The longest shard's expected makespan."""
+    round_robin_makespan_ms: int
+    """The longest shard's expected makespan had the plan been split round robin."""
+    actual_makespan_ms: int | None = None
+    """The longest ``actualMs`` once every shard's is known (a merged report)."""
+    estimated: list[str] | None = None
+    """Scenarios with no duration in that report, estimated as the mean of the others."""
+    shards: list[ShardLoad]
+    """Every shard, 1 to N."""
+
+
 class TamperedFile(OutputModel):
     """A file or directory in the run directory the engine did not create (additive)."""
 
@@ -485,6 +521,8 @@ class Meta(OutputModel):
     """Digest of the trial plan, used to check shards and resumes (additive)."""
     shard: str | None = None
     """``I/N`` when this report is one shard of a plan (additive)."""
+    shard_balance: ShardBalance | None = None
+    """How the plan was split when the shards were balanced by duration (additive)."""
     resumed_from: str | None = None
     """The run directory whose trials were reused (``--resume``; additive)."""
     totals: Totals | None = None

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..choices import DEFAULT_ALPHA, DEFAULT_JOBS, DEFAULT_MARGIN
+from ..choices import DEFAULT_ALPHA, DEFAULT_JOBS, DEFAULT_MARGIN, ShardBalancing
 from ..diagnostics import Diagnostic, DiagnosticError, error
 from ..project import parse_trials
 
@@ -19,6 +19,7 @@ __all__ = [
     "RunOptions",
     "Shard",
     "adaptive_problems",
+    "balance_problems",
     "parse_shard",
     "run_options",
 ]
@@ -68,6 +69,10 @@ class RunOptions(BaseModel):
     """Run directory of an earlier run whose matching trials are reused."""
     shard: Shard | None = None
     """Run only this slice of the plan."""
+    balance: ShardBalancing = "round-robin"
+    """How ``shard`` slices the plan: round robin, or by the durations of ``balance_from``."""
+    balance_from: Path | None = None
+    """Earlier report (or its run directory) whose trial durations balance the shards."""
     last_failed: bool = False
     """Run only the scenarios that did not fully pass in the previous report."""
     against: Path | None = None
@@ -170,7 +175,7 @@ def run_options(**raw: Any) -> RunOptions:
         raise DiagnosticError(
             [_option_error(detail) for detail in exc.errors(include_url=False)]
         ) from None
-    problems = adaptive_problems(options)
+    problems = adaptive_problems(options) + balance_problems(options)
     if problems:
         raise DiagnosticError(problems)
     return options
@@ -235,6 +240,38 @@ def adaptive_problems(options: RunOptions) -> list[Diagnostic]:
     return found
 
 
+def balance_problems(options: RunOptions) -> list[Diagnostic]:
+    """The ``invalid-option`` errors of ``--balance`` / ``--balance-from`` (exit 2)."""
+    found: list[Diagnostic] = []
+    if options.balance == "duration" and options.shard is None:
+        found.append(
+            error(
+                "invalid-option",
+                "--balance duration splits the plan between shards: it needs --shard I/N",
+                next="add --shard I/N (the same N and --balance options on every shard)",
+            )
+        )
+    if options.balance == "duration" and options.balance_from is None:
+        found.append(
+            error(
+                "invalid-option",
+                "--balance duration needs --balance-from REPORT: the earlier report whose "
+                "trial durations estimate this run's",
+                next="add --balance-from PATH (a report.json or its run directory), the same "
+                "file on every shard",
+            )
+        )
+    if options.balance_from is not None and options.balance != "duration":
+        found.append(
+            error(
+                "invalid-option",
+                "--balance-from is only used with --balance duration",
+                next="add --balance duration, or drop --balance-from",
+            )
+        )
+    return found
+
+
 #: The command-line flag of each option field, for messages in the option's own terms.
 OPTION_FLAGS: dict[str, str] = {
     "scenarios": "--scenario",
@@ -246,6 +283,8 @@ OPTION_FLAGS: dict[str, str] = {
     "retry_infra": "--retry-infra",
     "resume": "--resume",
     "shard": "--shard",
+    "balance": "--balance",
+    "balance_from": "--balance-from",
     "last_failed": "--last-failed",
     "against": "--against",
     "until_decided": "--until-decided",

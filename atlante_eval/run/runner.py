@@ -59,6 +59,7 @@ from ..report import (
     utc_timestamp,
 )
 from ..transcript import copy_trial_files, recorded_activity
+from .balance import ShardSplit, shard_split
 from .engine import Engine, EngineOptions, TrialGuard, call_sink
 from .journal import JOURNAL_NAME, Journal, JournalError, lock_for_resume, read_journal
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
@@ -539,14 +540,26 @@ def _model_notes(host: Host, model: str | None) -> list[Diagnostic]:
 
 
 def _positions(
-    plan: Plan, options: RunOptions, fingerprints: Mapping[str, str]
+    plan: Plan, options: RunOptions, fingerprints: Mapping[str, str], split: ShardSplit | None
 ) -> tuple[list[int], dict[int, TrialResult]]:
     """The plan positions this run owns (``--shard``) and those ``--resume`` reuses."""
-    shard = options.shard
-    positions = [t.position for t in plan.trials if shard is None or shard.owns(t.position)]
+    positions = [t.position for t in plan.trials] if split is None else list(split.positions)
     if options.resume is None:
         return positions, {}
     return positions, _reusable(options.resume, plan, fingerprints, positions)
+
+
+async def _owned(
+    plan: Plan,
+    options: RunOptions,
+    fingerprints: Mapping[str, str],
+    on_event: ProgressCallback | None,
+    notices: list[Diagnostic],
+) -> tuple[ShardSplit | None, list[int], dict[int, TrialResult]]:
+    """The shard's split (announcing its warnings), its positions and the reused trials."""
+    split = await anyio.to_thread.run_sync(shard_split, plan, options)
+    notices.extend(await _announce(on_event, split.notices if split is not None else ()))
+    return split, *_positions(plan, options, fingerprints, split)
 
 
 def _meta(
@@ -556,6 +569,7 @@ def _meta(
     options: RunOptions,
     digest: str,
     bwrap: str | None,
+    split: ShardSplit | None = None,
 ) -> Meta:
     """The run's metadata before it starts (the lifecycle adds the end)."""
     assert suite.native is not None
@@ -572,6 +586,7 @@ def _meta(
         manifest_digest=suite.native.digest,
         plan_digest=digest,
         shard=str(options.shard) if options.shard is not None else None,
+        shard_balance=split.record if split is not None else None,
         resumed_from=display_path(options.resume) if options.resume is not None else None,
         isolation="os" if bwrap is not None else None,
     )
@@ -784,7 +799,7 @@ async def _execute_run(
         _fingerprints, plan, suite, runner_host, config.model, watch
     )
     digest = plan_digest(plan, fingerprints)
-    positions, reused = _positions(plan, options, fingerprints)
+    split, positions, reused = await _owned(plan, options, fingerprints, on_event, notices)
     driver = _driver(settings, plan, definitions)
     notices.extend(await _announce(on_event, driver.notices() if driver is not None else []))
     await _announce(on_event, _budget_notes(plan, positions, reused, adaptive=driver is not None))
@@ -818,13 +833,13 @@ async def _execute_run(
         async with run_lifecycle(
             project_root=suite.project.root,
             out=options.out,
-            meta=_meta(suite, runner_host, plan, options, digest, bwrap),
+            meta=_meta(suite, runner_host, plan, options, digest, bwrap, split),
             keep=options.keep,
             results=lambda stopped: _scenarios(
                 plan, progress, interrupted=stopped, run_files=progress.run_files
             ),
             on_end=on_end,
-            decorate=driver.decorate if driver is not None else None,
+            decorate=driver.decorate if driver is not None else _decorate(split),
             finish=finish,
         ) as run:
             journal = await _begin(
@@ -857,6 +872,11 @@ async def _execute_run(
     if stopped is not None:
         raise stopped
     return RunOutcome(report=report, path=report_path, warnings=tuple(notices), html=html)
+
+
+def _decorate(split: ShardSplit | None) -> Callable[[RunReport], RunReport] | None:
+    """Add a balanced shard's wall time to its ``meta.shardBalance`` (``None``: nothing to add)."""
+    return split.decorate if split is not None and split.record is not None else None
 
 
 def _published(run: ActiveRun) -> tuple[RunReport, Path]:
@@ -910,6 +930,8 @@ async def run_eval(
     retry_infra: int = 0,
     resume: Path | str | None = None,
     shard: str | None = None,
+    balance: str = "round-robin",
+    balance_from: Path | str | None = None,
     last_failed: bool = False,
     against: Path | str | None = None,
     until_decided: bool = False,
@@ -937,6 +959,11 @@ async def run_eval(
         resume: an earlier run directory; its trials whose fingerprint still matches
             are reused (infra-errors never are).
         shard: ``"I/N"``: run only the I-th of N slices of the plan.
+        balance: ``"round-robin"`` (default) or ``"duration"``: slice the plan so that
+            every shard is expected to take about as long, by the trial durations of
+            ``balance_from`` (see docs/scaling.md).
+        balance_from: the earlier report (or its run directory) ``"duration"`` reads;
+            every shard must read the same one.
         last_failed: run only scenarios that did not fully pass in the previous report.
         against: a baseline report (or its run directory) for ``until_decided``.
         until_decided: run adaptively: add trials to scenarios whose comparison with
@@ -968,6 +995,8 @@ async def run_eval(
         retry_infra=retry_infra,
         resume=Path(resume) if resume is not None else None,
         shard=shard,
+        balance=balance,
+        balance_from=Path(balance_from) if balance_from is not None else None,
         last_failed=last_failed,
         against=Path(against) if against is not None else None,
         until_decided=until_decided,
