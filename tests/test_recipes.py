@@ -20,6 +20,7 @@ from recipes import Recipe, recipe, recipes, unmarked_yaml
 PAGES = ("nightly.md", "scaling.md")
 WORKFLOWS = [r for r in recipes(*PAGES) if r.kind in ("workflow", "workflow-steps")]
 MANIFESTS = [r for r in recipes(*PAGES) if r.kind == "kubernetes"]
+SCRIPTS = [r for r in recipes(*PAGES) if r.kind in ("sbatch", "shell")]
 #: A one-job workflow around a recipe that is a list of steps (indented for ``steps:``).
 STEPS_WORKFLOW = "on: workflow_dispatch\njobs:\n  report:\n    runs-on: ubuntu-latest\n    steps:\n"
 #: The Kubernetes version the manifests are validated against (kubernetes-validate 1.37's).
@@ -78,6 +79,9 @@ def test_every_yaml_block_is_a_checked_recipe() -> None:
         ("nightly.md", "junit-report"),
         ("scaling.md", "eval-matrix"),
         ("scaling.md", "eval-jobs"),
+        ("scaling.md", "eval-shards.sbatch"),
+        ("scaling.md", "eval-merge.sbatch"),
+        ("scaling.md", "slurm-submit"),
     } <= names
 
 
@@ -155,6 +159,31 @@ def test_broken_kubernetes_copy_fails(old: str, new: str, message: str, tmp_path
     done = _kubernetes_validate(text.replace(old, new, 1), tmp_path)
     assert done.returncode != 0
     assert message in done.stdout + done.stderr
+
+
+def _shellcheck(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "script.sh"
+    path.write_text(script, encoding="utf-8")
+    argv = [_tool("shellcheck"), "--shell=bash", "--format=gcc", str(path)]
+    return subprocess.run(_offline(argv), capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("found", SCRIPTS, ids=lambda r: f"{r.doc}:{r.name}")
+def test_slurm_scripts_pass_shellcheck(found: Recipe, tmp_path: Path) -> None:
+    """The sbatch scripts and their submission commands are clean shell (tests/test_slurm.py
+    runs them on a real cluster)."""
+    done = _shellcheck(found.text, tmp_path)
+    assert (done.returncode, done.stdout + done.stderr) == (0, "")
+
+
+def test_broken_slurm_script_copy_fails_shellcheck(tmp_path: Path) -> None:
+    """An unclosed ``if`` in the array script is a shell syntax error that ShellCheck names."""
+    text = recipe("scaling.md", "eval-shards.sbatch").text
+    broken = text.replace("; fi", ";", 1)
+    assert broken != text
+    done = _shellcheck(broken, tmp_path)
+    assert done.returncode == 1
+    assert "Couldn't find 'fi'" in done.stdout
 
 
 def test_checkers_are_the_pinned_ones() -> None:
