@@ -272,3 +272,30 @@ def test_round_robin_stays_the_default(tmp_path: Path) -> None:
     assert _positions(shard, names) == list(round_robin(len(names) * TRIALS, 3)[1])
     assert shard.meta.shard_balance is None
     assert "shardBalance" not in shard.to_json()
+
+
+def test_run_and_merge_summaries_show_expected_and_actual_makespans(tmp_path: Path) -> None:
+    """The terminal summary of a balanced shard, and of the merge, shows the split."""
+    names = sorted(DURATIONS)
+    root = _project(tmp_path / "p", names)
+    earlier = write(tmp_path / "earlier", _earlier_report(DURATIONS))
+    outputs = []
+    for i in (1, 2):
+        result = _cli(
+            "run", root, "--trials", str(TRIALS), "--shard", f"{i}/2", "--balance", "duration",
+            "--balance-from", earlier, "--jobs", "1", "--out", tmp_path / f"s{i}", "--no-html",
+        )  # fmt: skip
+        assert result.exit_code == 1, result.stderr  # "d" fails every trial
+        outputs.append(result.stdout)
+    heading = (
+        "shards balanced by duration (run 2026-02-01T00-00-00-abcd): longest expected 24.0s "
+        "(round robin 24.0s)"
+    )
+    assert heading in outputs[0]
+    assert "  shard 1/2: 6 trials · expected 24.0s · took " in outputs[0]
+    assert "  shard 2/2: 6 trials · expected 24.0s\n" in outputs[0]
+    shard_dirs = [*(tmp_path / "s1").iterdir(), *(tmp_path / "s2").iterdir()]
+    merged = _cli("merge", *shard_dirs, "--out", tmp_path / "merged")
+    assert merged.exit_code == 0, merged.stderr
+    assert heading in merged.stdout
+    assert merged.stdout.count(" · took ") == 2

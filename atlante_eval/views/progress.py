@@ -38,6 +38,7 @@ from ..report import (
     ScenarioLooked,
     ScenarioResult,
     ScenarioStarted,
+    ShardBalance,
     TrialFinished,
     TrialResult,
     TrialStarted,
@@ -231,6 +232,22 @@ def scenario_line(name: str, result: ScenarioResult) -> str:
     )
 
 
+def balance_lines(record: ShardBalance) -> list[str]:
+    """How a split balanced by duration was expected to go, and how long the shards took."""
+    lines = [
+        f"shards balanced by duration (run {printable(record.from_run_id)}): longest expected "
+        f"{format_duration(record.expected_makespan_ms)} (round robin "
+        f"{format_duration(record.round_robin_makespan_ms)})"
+    ]
+    for load in record.shards:
+        took = f" · took {format_duration(load.actual_ms)}" if load.actual_ms is not None else ""
+        lines.append(
+            f"  shard {load.shard}: {load.trials} trials · expected "
+            f"{format_duration(load.expected_ms)}{took}"
+        )
+    return lines
+
+
 def render_summary(
     report: RunReport, report_path: Path, *, color: bool, html: Path | None = None
 ) -> str:
@@ -260,6 +277,9 @@ def render_summary(
         lines.append(f"trials {totals.trials} · {counts}")
         if totals.tokens or totals.cost:
             lines.append(f"tokens {totals.tokens} · cost ${totals.cost:.4f}")
+    if meta.shard_balance is not None:
+        lines.append("")
+        lines.extend(balance_lines(meta.shard_balance))
     if report.adaptive is not None:
         from .adaptive_render import summary_lines
 
