@@ -116,7 +116,7 @@ def test_documented_array_job_merges_into_the_single_machine_run(
     assert submitted.returncode == 0, submitted.stderr
     cluster.wait_idle()
 
-    jobs = cluster.jobs()
+    jobs = [job for job in cluster.jobs() if job.get("WorkDir") == str(project)]
     tasks = sorted(
         (job for job in jobs if "ArrayTaskId" in job), key=lambda job: int(job["ArrayTaskId"])
     )
