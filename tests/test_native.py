@@ -16,7 +16,7 @@ from factory import tree_listing, write_native
 from atlante_eval.choices import HostName
 from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.project.native import (
-    MANIFESTS,
+    NATIVE_HOSTS,
     NativeOutputsError,
     read_native_outputs,
     verify_native_outputs,
@@ -62,9 +62,9 @@ def test_verified_outputs_return_bytes_and_manifest_digest(tmp_path: Path, host:
     """A consistent build yields every file's bytes, sorted by path, and the manifest digest."""
     root = _built(tmp_path, host)
     outputs = read_native_outputs(root, host)
-    manifest_bytes = (root / MANIFESTS[host].path).read_bytes()
+    manifest_bytes = (root / NATIVE_HOSTS[host].path).read_bytes()
     assert outputs.host == host
-    assert outputs.manifest_path == MANIFESTS[host].path
+    assert outputs.manifest_path == NATIVE_HOSTS[host].path
     assert outputs.digest == hashlib.sha256(manifest_bytes).hexdigest()
     assert outputs.agent_ids == ("reviewer",)
     assert [f.path for f in outputs.files] == sorted(outputs.paths)
@@ -109,9 +109,9 @@ def test_missing_manifest(tmp_path: Path, host: HostName) -> None:
     """No manifest means no build for that host."""
     root = tmp_path / "p"
     root.mkdir()
-    label = MANIFESTS[host].label
+    label = NATIVE_HOSTS[host].label
     assert _failure(root, host) == (
-        f"{label} ownership manifest is missing ({MANIFESTS[host].path})"
+        f"{label} ownership manifest is missing ({NATIVE_HOSTS[host].path})"
     )
 
 

@@ -9,8 +9,7 @@ from atlante_eval.checks.core import CHECK_KINDS
 from atlante_eval.choices import CheckType, CoreCheckType, HostName
 from atlante_eval.hosts import HOST_FACTORIES, STREAM_PARSERS
 from atlante_eval.project import AnyCheck
-from atlante_eval.project.native import MANIFESTS
-from atlante_eval.project.preflight import HOST_BUILTIN_AGENTS
+from atlante_eval.project.native import NATIVE_HOSTS
 from atlante_eval.project.scenarios import Check
 from atlante_eval.project.validation import CHECK_TAGS
 from atlante_eval.selftest.findings import CHECK_WORDING
@@ -29,12 +28,11 @@ def _union_tags(check: object = AnyCheck) -> set[str]:
 
 
 def test_host_tables_have_exactly_the_host_names() -> None:
-    """Factories, stream parsers and native manifests cover every HostName, and no other."""
+    """Factories, stream parsers and the native hosts cover every HostName, and no other."""
     names = set(get_args(HostName))
     assert set(HOST_FACTORIES) == names
     assert set(STREAM_PARSERS) == names
-    assert set(MANIFESTS) == names
-    assert set(HOST_BUILTIN_AGENTS) == names
+    assert set(NATIVE_HOSTS) == names
 
 
 def test_the_project_config_accepts_exactly_the_host_names() -> None:

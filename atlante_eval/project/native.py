@@ -5,6 +5,9 @@ A build writes host-native agent and skill files plus an ownership manifest
 each file's SHA-256. Eval never builds: it reads the manifest, checks its exact
 shape, and re-hashes every file. Anything missing, malformed, symlinked or drifted
 fails with ``native-outputs-not-verified`` and "run `atlante build`" as the next step.
+
+:data:`NATIVE_HOSTS` is what this layer knows of each built-in host: where its
+build's manifest is, and the agents the host ships.
 """
 
 from __future__ import annotations
@@ -22,36 +25,56 @@ from ..choices import HostName
 from ..diagnostics import ATLANTE_ABOUT, DiagnosticError, error
 
 __all__ = [
-    "MANIFESTS",
+    "NATIVE_HOSTS",
     "NativeFile",
+    "NativeHost",
     "NativeOutputs",
     "NativeOutputsError",
+    "native_host",
     "read_native_outputs",
     "verify_native_outputs",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class _ManifestKind:
+class NativeHost:
+    """What the project layer knows of a built-in host before any host is created.
+
+    The rest of a host's knowledge (command line, environment, stream parser,
+    transcript normalizer, model endpoints) lives in its module under ``hosts/``,
+    which this layer may not import.
+    """
+
     path: str
+    """Where ``atlante build`` writes the host's ownership manifest."""
     format: str
+    """The manifest's ``format`` value."""
     label: str
+    """The host's display name in messages."""
+    builtin_agents: frozenset[str]
+    """Agents the host ships, which a scenario may name without a native output."""
 
 
-#: Manifest location, format name and display name per host.
-MANIFESTS: dict[HostName, _ManifestKind] = {
-    "opencode": _ManifestKind(
-        ".atlante/opencode-native.json", "atlante-opencode-native", "OpenCode"
+#: Per built-in host: its build's manifest and the agents it ships.
+NATIVE_HOSTS: dict[HostName, NativeHost] = {
+    "opencode": NativeHost(
+        path=".atlante/opencode-native.json",
+        format="atlante-opencode-native",
+        label="OpenCode",
+        builtin_agents=frozenset({"build", "plan", "general", "explore"}),
     ),
-    "claude-code": _ManifestKind(
-        ".atlante/claude-code-native.json", "atlante-claude-code-native", "Claude Code"
+    "claude-code": NativeHost(
+        path=".atlante/claude-code-native.json",
+        format="atlante-claude-code-native",
+        label="Claude Code",
+        builtin_agents=frozenset({"general-purpose", "Explore", "Plan", "statusline-setup"}),
     ),
 }
 
 
-def _manifest_kind(host: str) -> _ManifestKind | None:
-    """The manifest kind of ``host``, or ``None`` for a name that is not a built-in host."""
-    return next((kind for name, kind in MANIFESTS.items() if name == host), None)
+def native_host(host: str) -> NativeHost | None:
+    """Return what is known of ``host``, or ``None`` for a name that is not a built-in host."""
+    return next((known for name, known in NATIVE_HOSTS.items() if name == host), None)
 
 
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -136,12 +159,12 @@ def _shape_problem(kind: str, file_id: str, path: str) -> str | None:
 
 
 def _validate_manifest(  # noqa: C901 - the manifest's exact shape, checked field by field in order
-    value: Any, kind: _ManifestKind
+    value: Any, known: NativeHost
 ) -> list[dict[str, str]]:
     if not isinstance(value, dict) or set(value) != {"format", "version", "files"}:
         raise _fail("the manifest must have exactly the keys format, version and files")
-    if value["format"] != kind.format:
-        raise _fail(f"unsupported manifest format {value['format']!r}; expected {kind.format!r}")
+    if value["format"] != known.format:
+        raise _fail(f"unsupported manifest format {value['format']!r}; expected {known.format!r}")
     if type(value["version"]) is not int or value["version"] != 1:
         raise _fail(f"unsupported manifest version {value['version']!r}; expected 1")
     files = value["files"]
@@ -214,8 +237,8 @@ def read_native_outputs(project_root: Path, host: str) -> NativeOutputs:
         NativeOutputsError: the manifest or a file is missing, malformed, a symlink,
             or drifted from its recorded SHA-256.
     """
-    kind = _manifest_kind(host)
-    if kind is None:
+    known = native_host(host)
+    if known is None:
         raise _fail(f"unsupported eval host {host!r}")
     try:
         root_info = os.lstat(project_root)
@@ -223,27 +246,27 @@ def read_native_outputs(project_root: Path, host: str) -> NativeOutputs:
         raise _fail(f"project root {project_root} is missing") from exc
     if stat.S_ISLNK(root_info.st_mode) or not stat.S_ISDIR(root_info.st_mode):
         raise _fail(f"project root {project_root} is not a real directory")
-    _check_parents(project_root, kind.path)
-    manifest_file = project_root / kind.path
+    _check_parents(project_root, known.path)
+    manifest_file = project_root / known.path
     if not manifest_file.exists() and not manifest_file.is_symlink():
-        raise _fail(f"{kind.label} ownership manifest is missing ({kind.path})")
+        raise _fail(f"{known.label} ownership manifest is missing ({known.path})")
     try:
         text = read_document(manifest_file)
     except DocumentReadError as exc:
-        raise _fail(f"ownership manifest {kind.path} {exc}") from exc
+        raise _fail(f"ownership manifest {known.path} {exc}") from exc
     try:
         value = parse_document(text, jsonc=False)
     except DocumentParseError as exc:
         raise _fail(
-            f"ownership manifest {kind.path} is malformed JSON "
+            f"ownership manifest {known.path} is malformed JSON "
             f"({exc.message} at line {exc.line}, column {exc.column})"
         ) from exc
-    entries = _validate_manifest(value, kind)
+    entries = _validate_manifest(value, known)
     files = []
     for entry in entries:
         content = _read_owned(project_root, entry["path"])
         if hashlib.sha256(content).hexdigest() != entry["sha256"]:
-            raise _fail(f"owned {kind.label} target drifted: {entry['path']}")
+            raise _fail(f"owned {known.label} target drifted: {entry['path']}")
         files.append(
             NativeFile(
                 kind=entry["kind"],  # type: ignore[arg-type]
@@ -255,7 +278,7 @@ def read_native_outputs(project_root: Path, host: str) -> NativeOutputs:
         )
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     ordered = tuple(sorted(files, key=lambda f: f.path))
-    return NativeOutputs(host=host, manifest_path=kind.path, files=ordered, digest=digest)
+    return NativeOutputs(host=host, manifest_path=known.path, files=ordered, digest=digest)
 
 
 def verify_native_outputs(project_root: Path, host: str) -> NativeOutputs:
@@ -267,8 +290,8 @@ def verify_native_outputs(project_root: Path, host: str) -> NativeOutputs:
     try:
         return read_native_outputs(project_root, host)
     except NativeOutputsError as exc:
-        kind = _manifest_kind(host)
-        label = kind.label if kind is not None else host
+        known = native_host(host)
+        label = known.label if known is not None else host
         raise DiagnosticError(
             [
                 error(

@@ -18,14 +18,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._util.environment import git_env
-from ..choices import HostName
 from ..diagnostics import Diagnostic, error, warning
-from .native import NativeOutputs
+from .native import NativeOutputs, native_host
 from .scenarios import Scenario
 from .validation import location_of
 
 __all__ = [
-    "HOST_BUILTIN_AGENTS",
     "MAX_SCENARIO_NAME",
     "agent_diagnostics",
     "git_diagnostics",
@@ -37,12 +35,6 @@ __all__ = [
 #: after it (plus suffixes such as ``-trial-12``), and a path component may have
 #: at most 255 bytes on common file systems.
 MAX_SCENARIO_NAME = 128
-
-#: Agents each host provides itself, which a scenario may name without a native output.
-HOST_BUILTIN_AGENTS: dict[HostName, frozenset[str]] = {
-    "opencode": frozenset({"build", "plan", "general", "explore"}),
-    "claude-code": frozenset({"general-purpose", "Explore", "Plan", "statusline-setup"}),
-}
 
 
 def _at(scenario: Scenario, pointer: str) -> dict[str, Any]:
@@ -76,7 +68,8 @@ def agent_diagnostics(
 ) -> list[Diagnostic]:
     """``unknown-scenario-agent`` for a ``task.agent`` no native output or host defines."""
     defined = set(native.agent_ids)
-    builtin = next((a for name, a in HOST_BUILTIN_AGENTS.items() if name == host), frozenset())
+    known_host = native_host(host)
+    builtin = known_host.builtin_agents if known_host is not None else frozenset()
     known = ", ".join(sorted(defined)) or "(none)"
     problems = []
     for scenario in scenarios:
