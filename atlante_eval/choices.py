@@ -66,7 +66,7 @@ SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"
 #: atlante-eval's own scenario schema: everything v0.1 admits plus the behaviour checks.
 EXTENDED_SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/atlante-eval/v1/eval-scenario.json"
 #: The built-in hosts by configured name: the one key of every per-host table
-#: (``hosts.registry.HOST_FACTORIES``, ``hosts.registry.STREAM_PARSERS``, ``native.MANIFESTS``).
+#: (``hosts.registry.HOST_FACTORIES``, ``project.native.NATIVE_HOSTS``).
 HostName = Literal["opencode", "claude-code"]
 #: ``--isolation``: how trials are contained (docs/isolation.md).
 Isolation = Literal["none", "os"]

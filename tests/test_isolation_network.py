@@ -144,6 +144,34 @@ def test_provider_url_in_the_session_env_is_allowed(
     assert trial.verdict == "pass"
 
 
+class _DeclaringHost(StandinHost):
+    """A stand-in that declares model endpoints, as each built-in host does."""
+
+    def __init__(self, endpoints: tuple[Endpoint, ...]) -> None:
+        super().__init__()
+        self.model_endpoints = endpoints
+
+
+def test_the_hosts_declared_model_endpoints_are_reachable(tmp_path: Path) -> None:
+    """The session reaches the endpoints its host declares; without them, the same is denied."""
+    require_bwrap()
+    with http_server() as port:
+        connect = {"attack": "connect", "args": ["127.0.0.1", str(port)]}
+        scenarios = [scenario("model", prompt=actions(HELLO, connect))]
+
+        def run(endpoints: tuple[Endpoint, ...], name: str) -> RunReport:
+            project = _project(tmp_path / name, scenarios, [])
+            host = _DeclaringHost(endpoints)
+            return anyio.run(lambda: run_eval(project, host=host, isolation="os", trials=1))
+
+        [reached] = run((Endpoint("127.0.0.1", port),), "declared").scenarios["model"].trials
+        [refused] = run((), "undeclared").scenarios["model"].trials
+    assert outcomes(reached)["connect"]["breached"] is True, outcomes(reached)
+    assert reached.denied is None
+    assert outcomes(refused)["connect"]["breached"] is False, outcomes(refused)
+    assert [(d.phase, d.target) for d in refused.denied or []] == [("session", f"127.0.0.1:{port}")]
+
+
 def test_setup_reaches_the_allow_list_only(tmp_path: Path) -> None:
     """Setup may reach eval.network.allow; a destination off it is denied (phase setup)."""
     require_bwrap()

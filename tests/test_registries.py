@@ -5,9 +5,13 @@ from __future__ import annotations
 import typing
 from typing import get_args
 
+import pytest
+
+from atlante_eval._util.endpoints import Endpoint
 from atlante_eval.checks.core import CHECK_KINDS
 from atlante_eval.choices import CheckType, CoreCheckType, HostName
-from atlante_eval.hosts import HOST_FACTORIES, STREAM_PARSERS
+from atlante_eval.hosts import HOST_FACTORIES, SessionUsage, model_endpoints
+from atlante_eval.hosts.session import CliHost
 from atlante_eval.project import AnyCheck
 from atlante_eval.project.native import NATIVE_HOSTS
 from atlante_eval.project.scenarios import Check
@@ -28,11 +32,39 @@ def _union_tags(check: object = AnyCheck) -> set[str]:
 
 
 def test_host_tables_have_exactly_the_host_names() -> None:
-    """Factories, stream parsers and the native hosts cover every HostName, and no other."""
+    """The host factories and the project layer's native hosts cover every HostName, no other."""
     names = set(get_args(HostName))
     assert set(HOST_FACTORIES) == names
-    assert set(STREAM_PARSERS) == names
     assert set(NATIVE_HOSTS) == names
+
+
+@pytest.mark.parametrize("name", get_args(HostName))
+def test_each_host_declares_what_its_sessions_need(name: HostName) -> None:
+    """Each built-in host answers to its key and declares model endpoints and a stream parser.
+
+    A host that declared no model endpoints would silently reach no model API
+    under ``--isolation os``.
+    """
+    host = HOST_FACTORIES[name]()
+    assert host.name == name
+    assert isinstance(host, CliHost)
+    endpoints = model_endpoints(host)
+    assert endpoints
+    assert all(isinstance(e, Endpoint) and not e.loopback for e in endpoints)
+    usage = SessionUsage(max_tokens=10)
+    parser = host.stream_parser(usage)
+    assert parser.usage is usage
+    assert parser.error is None
+
+
+def test_each_host_reads_its_own_stream() -> None:
+    """No two hosts share a stream parser or a command name."""
+    hosts = [factory() for factory in HOST_FACTORIES.values()]
+    cli_hosts = [host for host in hosts if isinstance(host, CliHost)]
+    assert len(cli_hosts) == len(hosts)
+    parsers = {type(host.stream_parser(SessionUsage(max_tokens=10))) for host in cli_hosts}
+    assert len(parsers) == len(cli_hosts)
+    assert len({host.command for host in cli_hosts}) == len(cli_hosts)
 
 
 def test_the_project_config_accepts_exactly_the_host_names() -> None:

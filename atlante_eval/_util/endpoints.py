@@ -1,4 +1,4 @@
-"""Network destinations: ``host:port`` parsing, host defaults, provider URLs found in an env.
+"""Network destinations: ``host:port`` parsing and the provider URLs found in an env.
 
 An allow-list entry is ``host:port``, a bare ``host`` (port 443) or a URL
 (``https://host[:port]/...``, the scheme's default port). Host names compare
@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
-    "HOST_ENDPOINTS",
     "Endpoint",
     "EndpointError",
     "endpoints_in_env",
@@ -83,18 +82,6 @@ def parse_endpoint(text: str) -> Endpoint:
     if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
         raise EndpointError(f"port must be 1-65535 in {text!r}")
     return Endpoint(host.lower(), int(port_text))
-
-
-#: The model-provider endpoints each built-in host reaches by default.
-HOST_ENDPOINTS: Mapping[str, tuple[Endpoint, ...]] = {
-    "claude-code": (Endpoint("api.anthropic.com", 443),),
-    "opencode": (
-        Endpoint("api.anthropic.com", 443),
-        Endpoint("api.openai.com", 443),
-        Endpoint("openrouter.ai", 443),
-        Endpoint("generativelanguage.googleapis.com", 443),
-    ),
-}
 
 
 def _urls_in(value: Any, env: Mapping[str, str]) -> Iterable[str]:

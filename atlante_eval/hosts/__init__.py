@@ -7,12 +7,19 @@ per-host tables live in :mod:`atlante_eval.hosts.registry`.
 
 from __future__ import annotations
 
-from .base import Host, HostError, SessionEnd, SessionUsage, StreamParser, TrialContext
-from .registry import HOST_FACTORIES, STREAM_PARSERS, create_host
+from .base import (
+    Host,
+    HostError,
+    SessionEnd,
+    SessionUsage,
+    StreamParser,
+    TrialContext,
+    model_endpoints,
+)
+from .registry import HOST_FACTORIES, create_host
 
 __all__ = [
     "HOST_FACTORIES",
-    "STREAM_PARSERS",
     "Host",
     "HostError",
     "SessionEnd",
@@ -20,4 +27,5 @@ __all__ = [
     "StreamParser",
     "TrialContext",
     "create_host",
+    "model_endpoints",
 ]

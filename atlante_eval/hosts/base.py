@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .._util.endpoints import Endpoint
 from .._util.jsondoc import join_surrogates
 from ..choices import TOKEN_CEILING
 from ..project import NativeOutputs, Scenario
@@ -30,12 +30,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COST_CEILING",
+    "DeclaresModelEndpoints",
     "Host",
     "HostError",
     "SessionEnd",
     "SessionUsage",
     "StreamParser",
     "TrialContext",
+    "model_endpoints",
     "model_version_of",
     "run_json_stream",
     "secret_values",
@@ -205,6 +207,24 @@ class Host(Protocol):
         ...
 
 
+@runtime_checkable
+class DeclaresModelEndpoints(Protocol):
+    """A host that names the model-provider endpoints its sessions reach by default."""
+
+    model_endpoints: tuple[Endpoint, ...]
+    """Under ``--isolation os`` a session may reach these (docs/isolation.md)."""
+
+
+def model_endpoints(host: Host) -> tuple[Endpoint, ...]:
+    """Return the model-provider endpoints ``host`` declares (none when it declares none).
+
+    Every built-in host declares its own (``tests/test_registries.py`` fails for one
+    that does not); a custom or stand-in host without ``model_endpoints`` reaches
+    only the provider URLs its session's environment names and ``eval.network.allow``.
+    """
+    return tuple(host.model_endpoints) if isinstance(host, DeclaresModelEndpoints) else ()
+
+
 class StreamParser(Protocol):
     """Reads one host's decoded JSON events into a :class:`SessionUsage`, with no I/O."""
 
@@ -281,38 +301,3 @@ async def run_json_stream(
     finally:
         if record is not None and normalizer is not None:
             record.finish(normalizer)
-
-
-class CliHost:
-    """What the built-in hosts share: an executable found on PATH and a parent environment.
-
-    Subclasses set ``_path`` and ``_version`` in :meth:`probe`.
-    """
-
-    def __init__(self, binary: str, *, env: Mapping[str, str] | None = None) -> None:
-        """Create an unprobed host.
-
-        Args:
-            binary: the executable, looked up on PATH unless it is a path.
-            env: the parent environment to use instead of ``os.environ`` (tests).
-        """
-        self._binary = binary
-        self._env = env
-        self._path: str | None = None
-        self._version: str | None = None
-
-    @property
-    def version(self) -> str | None:
-        """The probed version."""
-        return self._version
-
-    def check_pass_env(self, pass_env: Sequence[str]) -> None:
-        """Accept every ``--pass-env`` name (hosts that refuse some override this)."""
-
-    @property
-    def executable(self) -> str | None:
-        """The absolute path of the probed executable."""
-        return self._path
-
-    def _parent_env(self) -> Mapping[str, str]:
-        return os.environ if self._env is None else self._env

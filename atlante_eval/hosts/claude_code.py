@@ -19,17 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._util.endpoints import Endpoint
 from .._util.paths import UnsafePathError, resolve_no_follow
 from ..diagnostics import DiagnosticError, error
-from .base import (
-    CliHost,
-    HostError,
-    SessionEnd,
-    SessionUsage,
-    TrialContext,
-    run_json_stream,
-    secret_values,
-)
+from .base import HostError, SessionUsage, StreamParser, TrialContext, secret_values
 from .claude_transcript import ClaudeNormalizer
 from .credentials import (
     CLAUDE_AUTH_ENV,
@@ -42,13 +35,15 @@ from .credentials import (
     copy_private_file,
 )
 from .isolation import session_env, trial_dirs
-from .streams import ClaudeStream, close_session
+from .session import CliHost
+from .streams import ClaudeStream
 from .versions import VersionRange, probe_version
 
 __all__ = [
     "CLAUDE_CODE_RANGE",
     "CLAUDE_DEFAULT_ENV",
     "CLAUDE_IGNORED_CHANGES",
+    "CLAUDE_MODEL_ENDPOINTS",
     "CLAUDE_REJECTED_FIXTURE_FILES",
     "ClaudeCodeHost",
     "claude_settings",
@@ -62,6 +57,9 @@ __all__ = [
 #: back under ``--setting-sources project``. Every other change under ``.claude/``
 #: (native agents and skills, the generated ``settings.json``) is graded.
 CLAUDE_IGNORED_CHANGES: Sequence[str] = (".claude/settings.local.json",)
+
+#: The model API Claude Code reaches by default (its sessions may, under ``--isolation os``).
+CLAUDE_MODEL_ENDPOINTS: tuple[Endpoint, ...] = (Endpoint("api.anthropic.com", 443),)
 
 #: Supported Claude Code versions.
 CLAUDE_CODE_RANGE = VersionRange("claude-code", ">=2.0.0 <3.0.0")
@@ -123,7 +121,9 @@ class ClaudeCodeHost(CliHost):
     """Runs trials on the Claude Code CLI."""
 
     name = "claude-code"
+    command = "claude"
     ignored_changes: Sequence[str] = CLAUDE_IGNORED_CHANGES
+    model_endpoints = CLAUDE_MODEL_ENDPOINTS
 
     def __init__(self, binary: str = "claude", *, env: Mapping[str, str] | None = None) -> None:
         """Create an unprobed host (``binary`` looked up on PATH; ``env`` for tests)."""
@@ -242,22 +242,14 @@ class ClaudeCodeHost(CliHost):
             base=self._parent_env(),
         )
 
-    async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
-        """Run ``claude -p`` in the sandbox, streaming usage into ``usage``."""
-        argv = self.argv(context)
-        env = self.session_env(context)
-        stream = ClaudeStream(usage)
-        if context.transcript is not None:
-            context.transcript.add_secrets(
-                secret_values(env, credentials=CLAUDE_AUTH_ENV, pass_env=context.pass_env)
-            )
-        result = await run_json_stream(
-            argv,
-            cwd=context.sandbox,
-            env=env,
-            on_event=stream.feed,
-            stdin=context.prompt.encode("utf-8"),
-            transcript=context.transcript,
-            normalizer=ClaudeNormalizer(version=self._version),
-        )
-        return close_session("claude", result, host_error=stream.error)
+    def stream_parser(self, usage: SessionUsage) -> StreamParser:
+        """Return a parser of ``claude -p --output-format stream-json`` events."""
+        return ClaudeStream(usage)
+
+    def normalizer(self, context: TrialContext) -> ClaudeNormalizer:
+        """Return a reader of the session's events as transcript entries."""
+        return ClaudeNormalizer(version=self._version)
+
+    def session_secrets(self, context: TrialContext, env: Mapping[str, str]) -> list[str]:
+        """The credential variables, the ``--pass-env`` values and any secret-named variable."""
+        return secret_values(env, credentials=CLAUDE_AUTH_ENV, pass_env=context.pass_env)

@@ -20,16 +20,9 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .._util.endpoints import Endpoint
 from ..diagnostics import DiagnosticError, error
-from .base import (
-    CliHost,
-    HostError,
-    SessionEnd,
-    SessionUsage,
-    TrialContext,
-    run_json_stream,
-    secret_values,
-)
+from .base import HostError, SessionUsage, StreamParser, TrialContext, secret_values
 from .credentials import (
     CredentialsError,
     copy_private_file,
@@ -48,12 +41,14 @@ from .opencode_config import (
     write_config,
 )
 from .opencode_transcript import OpenCodeNormalizer
-from .streams import OpenCodeStream, close_session
+from .session import CliHost
+from .streams import OpenCodeStream
 from .versions import VersionRange, probe_version
 
 __all__ = [
     "OPENCODE_DEFAULT_ENV",
     "OPENCODE_IGNORED_CHANGES",
+    "OPENCODE_MODEL_ENDPOINTS",
     "OPENCODE_REFUSED_PASS_ENV",
     "OPENCODE_V1",
     "OPENCODE_V2",
@@ -64,6 +59,14 @@ __all__ = [
 OPENCODE_V1 = VersionRange("V1", ">=1.18.29 <2.0.0")
 #: Supported OpenCode versions with the V2 dialect.
 OPENCODE_V2 = VersionRange("V2", ">=2.0.0 <3.0.0")
+
+#: The model APIs OpenCode reaches by default (its sessions may, under ``--isolation os``).
+OPENCODE_MODEL_ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint("api.anthropic.com", 443),
+    Endpoint("api.openai.com", 443),
+    Endpoint("openrouter.ai", 443),
+    Endpoint("generativelanguage.googleapis.com", 443),
+)
 
 #: Switches that keep a trial's OpenCode off the network except for model calls.
 #: ``npm_config_registry`` sends OpenCode's background ``@opencode-ai/plugin`` install
@@ -106,7 +109,9 @@ class OpenCodeHost(CliHost):
     """Runs trials on the OpenCode CLI."""
 
     name = "opencode"
+    command = "opencode"
     ignored_changes: Sequence[str] = OPENCODE_IGNORED_CHANGES
+    model_endpoints = OPENCODE_MODEL_ENDPOINTS
     #: Whether the generated configuration switches off work outside the task
     #: (the title model call, session snapshots; see docs/hosts.md).
     quiet_config: bool = True
@@ -279,23 +284,17 @@ class OpenCodeHost(CliHost):
             base=self._parent_env(),
         )
 
-    async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
-        """Run ``opencode run`` in the sandbox, streaming usage into ``usage``."""
-        argv = self.argv(context)
-        env = self.session_env(context)
-        stream = OpenCodeStream(usage)
-        if context.transcript is not None:
-            context.transcript.add_secrets(
-                secret_values(env, credentials=(), pass_env=context.pass_env)
-            )
-            context.transcript.add_secrets(self._stored_secrets(context))
-        result = await run_json_stream(
-            argv,
-            cwd=context.sandbox,
-            env=env,
-            on_event=stream.feed,
-            stdin=context.prompt.encode("utf-8"),
-            transcript=context.transcript,
-            normalizer=OpenCodeNormalizer(version=self._version, model=context.model),
-        )
-        return close_session("opencode", result, host_error=stream.error)
+    def stream_parser(self, usage: SessionUsage) -> StreamParser:
+        """Return a parser of ``opencode run --format json`` events."""
+        return OpenCodeStream(usage)
+
+    def normalizer(self, context: TrialContext) -> OpenCodeNormalizer:
+        """Return a reader of the session's events as transcript entries."""
+        return OpenCodeNormalizer(version=self._version, model=context.model)
+
+    def session_secrets(self, context: TrialContext, env: Mapping[str, str]) -> list[str]:
+        """The ``--pass-env`` values, any secret-named variable and the copied stored keys."""
+        return [
+            *secret_values(env, credentials=(), pass_env=context.pass_env),
+            *self._stored_secrets(context),
+        ]

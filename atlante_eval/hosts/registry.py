@@ -1,8 +1,11 @@
 """The built-in hosts, keyed by :data:`~atlante_eval.choices.HostName`.
 
-Adding a host is its module under ``hosts/`` plus one entry in each table here
-(and its manifest in :data:`atlante_eval.project.native.MANIFESTS`); ``tests/test_registries.py``
-fails until every table has exactly the names of ``HostName``.
+Adding a host is its module under ``hosts/`` (a :class:`~atlante_eval.hosts.session.CliHost`
+that declares its command line, environment, stream parser, transcript normalizer
+and model endpoints) plus one entry in :data:`HOST_FACTORIES`, its name in
+``HostName``, and what the project layer must know before any host is created (its
+build's manifest and the agents it ships) in :data:`atlante_eval.project.native.NATIVE_HOSTS`.
+``tests/test_registries.py`` fails until these agree.
 """
 
 from __future__ import annotations
@@ -11,10 +14,9 @@ from collections.abc import Callable
 
 from ..choices import HostName
 from ..diagnostics import DiagnosticError, error
-from .base import Host, SessionUsage, StreamParser
-from .streams import ClaudeStream, OpenCodeStream
+from .base import Host
 
-__all__ = ["HOST_FACTORIES", "STREAM_PARSERS", "create_host"]
+__all__ = ["HOST_FACTORIES", "create_host"]
 
 
 def _opencode() -> Host:
@@ -33,12 +35,6 @@ def _claude_code() -> Host:
 HOST_FACTORIES: dict[HostName, Callable[[], Host]] = {
     "opencode": _opencode,
     "claude-code": _claude_code,
-}
-
-#: Each host's event-stream parser, for host-neutral readers of its stream.
-STREAM_PARSERS: dict[HostName, Callable[[SessionUsage], StreamParser]] = {
-    "opencode": OpenCodeStream,
-    "claude-code": ClaudeStream,
 }
 
 

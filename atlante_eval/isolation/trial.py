@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .._util.endpoints import HOST_ENDPOINTS, Endpoint, endpoints_in_env, parse_endpoint
+from .._util.endpoints import Endpoint, endpoints_in_env, parse_endpoint
 from ..report import DeniedAccess
 from ..trial import SpawnWrapper
 from .bwrap import FORWARDER_PORT, Confinement, NetworkAccess
@@ -38,15 +38,19 @@ class IsolationSettings:
 
     bwrap: str
     """The ``bwrap`` executable the preflight proved."""
-    host: str
-    """The host name (selects its default model endpoints)."""
+    endpoints: tuple[Endpoint, ...]
+    """The host's model endpoints, which its sessions may reach (``hosts.model_endpoints``)."""
     allow: tuple[Endpoint, ...] = ()
     """``eval.network.allow``."""
 
     @classmethod
-    def build(cls, bwrap: str, host: str, allow: Sequence[str]) -> IsolationSettings:
+    def build(
+        cls, bwrap: str, endpoints: Sequence[Endpoint], allow: Sequence[str]
+    ) -> IsolationSettings:
         """Settings with ``allow`` entries parsed (validated with the project)."""
-        return cls(bwrap=bwrap, host=host, allow=tuple(parse_endpoint(a) for a in allow))
+        return cls(
+            bwrap=bwrap, endpoints=tuple(endpoints), allow=tuple(parse_endpoint(a) for a in allow)
+        )
 
 
 class _Wrapper:
@@ -138,7 +142,7 @@ async def open_trial_isolation(
     """Start the trial's proxies (session, and setup when ``allow`` is set) for the block."""
     directory, owned = _socket_dir(run_root)
     token = secrets.token_hex(8)
-    session_allow = (*HOST_ENDPOINTS.get(settings.host, ()), *settings.allow)
+    session_allow = (*settings.endpoints, *settings.allow)
     session_path = directory / f"{token}-s.sock"
     setup_path = directory / f"{token}-u.sock"
     try:

@@ -18,7 +18,7 @@ from .._util.paths import display_path
 from .._version import __version__
 from ..choices import SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
-from ..hosts import Host, HostError, create_host
+from ..hosts import Host, HostError, create_host, model_endpoints
 from ..isolation.preflight import preflight_isolation
 from ..isolation.trial import IsolationSettings
 from ..project import (
@@ -644,7 +644,9 @@ def _engine(
     """
     assert suite.native is not None
     allow = suite.project.eval.network.allow
-    isolation = IsolationSettings.build(bwrap, host.name, allow) if bwrap is not None else None
+    isolation = (
+        IsolationSettings.build(bwrap, model_endpoints(host), allow) if bwrap is not None else None
+    )
     return Engine(
         plan=plan,
         host=host,

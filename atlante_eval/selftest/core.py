@@ -40,7 +40,7 @@ from .._version import __version__
 from ..checks import CheckContext, run_checks
 from ..choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error
-from ..hosts.base import SessionEnd, SessionUsage, TrialContext
+from ..hosts.base import SessionEnd, SessionUsage, TrialContext, model_endpoints
 from ..isolation.preflight import preflight_isolation
 from ..isolation.trial import IsolationSettings
 from ..project import CommandCheck, Plan, PlannedTrial, Scenario, Suite, load_suite, resolve_budget
@@ -495,7 +495,7 @@ async def run_selftest(
                 keep=keep,
                 run_files=run.files,
                 isolation=IsolationSettings.build(
-                    bwrap, host.name, suite.project.eval.network.allow
+                    bwrap, model_endpoints(host), suite.project.eval.network.allow
                 )
                 if bwrap is not None
                 else None,
