@@ -22,6 +22,7 @@ from proctools import (
 
 from atlante_eval.trial import kill_all_process_groups, run_process
 from atlante_eval.trial import process as process_module
+from atlante_eval.trial.groups import LIVE_GROUPS
 from atlante_eval.trial.process import MAX_LINE_BYTES, HeadBuffer, TailBuffer
 
 PY = sys.executable
@@ -368,7 +369,7 @@ async def test_cancellation_kills_every_descendant(tmp_path: Path) -> None:
         assert elapsed < PROGRAM_SLEEP_S  # ended, not waited out
         assert len(pids) == 2
         assert wait_dead(pids) == []
-        assert process_module._LIVE.pids == set()
+        assert LIVE_GROUPS.pids == set()
     finally:
         kill_quietly(pids)
 

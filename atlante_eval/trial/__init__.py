@@ -1,7 +1,8 @@
 """One trial's sandbox: assembly, child processes, the git baseline and the tree state.
 
 :mod:`.sandbox` assembles and removes a trial's directories; :mod:`.process` runs
-a child process with a bounded, ordered shutdown; :mod:`.gitops` takes the
+a child process with a bounded, ordered shutdown (its pipes in :mod:`.pipes`, the
+live process groups in :mod:`.groups`); :mod:`.gitops` takes the
 baseline and collects what changed; :mod:`.treestate` is the baseline snapshot
 kept outside the agent's reach.
 """

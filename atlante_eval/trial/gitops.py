@@ -495,6 +495,19 @@ async def collect_changes(
         )
     except OSError as exc:
         raise GitError(f"cannot create the grading repository: {exc}") from exc
+    paths, staging = await _walk_changes(sandbox, baseline, ignored)
+    await _stage(grading, packs, sandbox, baseline, staging)
+    return Changes(paths=tuple(paths), diff=await _diff(grading, sandbox, baseline, staging))
+
+
+async def _walk_changes(
+    sandbox: Path, baseline: Baseline, ignored: Callable[[str], bool]
+) -> tuple[list[str], _Staging]:
+    """Walk the sandbox against the baseline's snapshot: every changed path, and what to stage.
+
+    Raises:
+        GitError: the sandbox could not be walked.
+    """
     sha256 = len(baseline.commit) == 64
     try:
         paths = await anyio.to_thread.run_sync(
@@ -503,6 +516,17 @@ async def collect_changes(
         staging = await anyio.to_thread.run_sync(_staging, sandbox, paths, ignored)
     except OSError as exc:
         raise GitError(f"cannot walk the sandbox: {exc}") from exc
+    return paths, staging
+
+
+async def _stage(
+    grading: Path, packs: Sequence[Path], sandbox: Path, baseline: Baseline, staging: _Staging
+) -> None:
+    """Load the baseline into the grading repository's index, then stage the changes over it.
+
+    Raises:
+        GitError: a git command failed (a forged pack cannot supply the baseline).
+    """
     work = baseline.tree.total_bytes
     for pack in packs:
         # index-pack names each object by hashing it: a forged pack cannot supply
@@ -524,6 +548,14 @@ async def collect_changes(
             stdin=_nul_list(staging.add),
             work_bytes=staging.add_bytes,
         )
+
+
+async def _diff(grading: Path, sandbox: Path, baseline: Baseline, staging: _Staging) -> str:
+    """The staged changes as a patch, capped, with a note of every change it leaves out.
+
+    Raises:
+        GitError: git could not make the diff.
+    """
     patch = await _git(
         [
             "diff",
@@ -548,4 +580,4 @@ async def collect_changes(
         )
     if staging.runtime:
         diff += f"\n… {staging.runtime} changed runtime artefact path(s) of the host not shown"
-    return Changes(paths=tuple(paths), diff=diff)
+    return diff

@@ -16,6 +16,12 @@ command checks by passing one, and host sessions through
 host knowing (a host cannot forget it). Wrapped programs are started from one
 long-lived thread: bubblewrap's ``--die-with-parent`` is tied to the thread
 that forked it, and the worker threads of the event loop come and go.
+
+A run is four steps: :func:`_command` (the command line, marked and wrapped),
+:func:`_start` (spawn and track), :func:`_supervise` (read, feed, wait, end the
+group, drain) and :func:`_release` (the shielded cleanup that runs whatever
+happened). The child's pipes are :mod:`.pipes`; the live process groups and the
+sweep of their strays are :mod:`.groups`.
 """
 
 from __future__ import annotations
@@ -28,13 +34,17 @@ import secrets
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import anyio
-import anyio.lowlevel
+
+from .groups import LIVE_GROUPS, SWEEP_ENV, descendants, kill_all_process_groups
+from .groups import sweep as sweep_marked
+from .pipes import MAX_LINE_BYTES, HeadBuffer, Pipes, TailBuffer, feed, pump, pump_lines
 
 __all__ = [
     "DEFAULT_GRACE_S",
@@ -51,15 +61,9 @@ __all__ = [
 
 #: Time between SIGTERM and SIGKILL when a process group is ended.
 DEFAULT_GRACE_S = 5.0
-#: Longest stdout line handed to a line callback; longer lines are dropped.
-MAX_LINE_BYTES = 16 * 1024 * 1024
 #: How long to wait for pipes to close once the process itself has exited.
 _DRAIN_S = 2.0
-_CHUNK = 64 * 1024
 
-
-#: Environment variable that marks every process of a swept :func:`run_process` call.
-SWEEP_ENV = "ATLANTE_EVAL_PROCESS"
 
 #: Rewrites ``(argv, cwd, env)`` into the command line and environment actually spawned.
 SpawnWrapper = Callable[[Sequence[str], Path, Mapping[str, str]], tuple[list[str], dict[str, str]]]
@@ -68,8 +72,6 @@ _CONFINED: contextvars.ContextVar[SpawnWrapper | None] = contextvars.ContextVar(
     "atlante_eval_confined_spawns", default=None
 )
 _SPAWNER: list[ThreadPoolExecutor] = []
-#: Pids of live processes started through a spawn wrapper (ended by :func:`_terminate`).
-_CONFINED_PIDS: set[int] = set()
 
 
 @contextlib.contextmanager
@@ -88,135 +90,6 @@ def _spawn_in_long_lived_thread(
     if not _SPAWNER:
         _SPAWNER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="atlante-spawn"))
     return _SPAWNER[0].submit(_spawn, argv, cwd, env, fds).result()
-
-
-class _LiveGroups:
-    """Process groups (and sweep markers) started by :func:`run_process`, still alive.
-
-    The one piece of process-wide state in this package: a second Ctrl-C must
-    kill every host process group at once, without waiting for the engine.
-    """
-
-    def __init__(self) -> None:
-        self.pids: set[int] = set()
-        self.markers: set[str] = set()
-
-    def kill_all(self) -> None:
-        for pid in list(self.pids):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-        _sweep(*self.markers)
-
-
-def _carries(pid: str, items: frozenset[bytes]) -> bool:
-    """Whether process ``pid`` started with one of ``items`` in its environment (``/proc``)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return not items.isdisjoint(handle.read().split(b"\0"))
-    except OSError:
-        return False
-
-
-def _sweep(*markers: str) -> int:
-    """SIGKILL every process (but this one) whose environment carries one of ``markers``.
-
-    Finds descendants that left their process group (``setsid`` daemons, double
-    forks) and so survive the group's SIGKILL. Each process is signalled through a
-    pidfd after its environment is read again, so a reused pid is never hit.
-    Returns how many were killed. Does nothing where ``/proc`` is missing.
-    """
-    if not markers:
-        return 0
-    items = frozenset(f"{SWEEP_ENV}={marker}".encode() for marker in markers)
-    try:
-        candidates = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return 0
-    own = str(os.getpid())
-    killed = 0
-    pidfd_open = getattr(os, "pidfd_open", None)
-    send = getattr(signal, "pidfd_send_signal", None)
-    for pid in candidates:
-        if pid == own or not _carries(pid, items):
-            continue
-        if pidfd_open is None or send is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(pid), signal.SIGKILL)
-                killed += 1
-            continue
-        try:
-            pidfd = pidfd_open(int(pid))
-        except OSError:
-            continue
-        try:
-            if _carries(pid, items):
-                send(pidfd, signal.SIGKILL)
-                killed += 1
-        except OSError:
-            pass
-        finally:
-            os.close(pidfd)
-    return killed
-
-
-_LIVE = _LiveGroups()
-
-
-def kill_all_process_groups() -> None:
-    """SIGKILL every process group this process started and has not reaped yet."""
-    _LIVE.kill_all()
-
-
-class TailBuffer:
-    """Keep the last ``limit`` bytes written to it."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._chunks: list[bytes] = []
-        self._size = 0
-        self.total = 0
-
-    def write(self, data: bytes) -> None:
-        """Append ``data``, dropping the oldest bytes beyond the limit."""
-        if not data or self.limit <= 0:
-            self.total += len(data)
-            return
-        self.total += len(data)
-        self._chunks.append(data[-self.limit :])
-        self._size += min(len(data), self.limit)
-        while self._size - len(self._chunks[0]) >= self.limit:
-            self._size -= len(self._chunks.pop(0))
-
-    def value(self) -> bytes:
-        """The kept bytes (at most ``limit``)."""
-        data = b"".join(self._chunks)
-        return data[-self.limit :] if self.limit > 0 else b""
-
-    def text(self) -> str:
-        """The kept bytes decoded as UTF-8 (invalid bytes replaced)."""
-        return self.value().decode("utf-8", errors="replace")
-
-
-class HeadBuffer(TailBuffer):
-    """Keep the first ``limit`` bytes written to it; ``full`` once more arrived."""
-
-    def write(self, data: bytes) -> None:
-        """Append what still fits of ``data``."""
-        self.total += len(data)
-        room = self.limit - self._size
-        if room > 0:
-            kept = data[:room]
-            self._chunks.append(kept)
-            self._size += len(kept)
-
-    @property
-    def full(self) -> bool:
-        """Whether more than ``limit`` bytes were written."""
-        return self.total > self.limit
-
-    def value(self) -> bytes:
-        """The first bytes (at most ``limit``)."""
-        return b"".join(self._chunks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,29 +181,6 @@ def _signal_group(process: Process, sig: signal.Signals) -> None:
                 process.send_signal(sig)
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid``, parents first (from ``/proc``; empty without it)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return []
-    for name in entries:
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(name))
-    found: list[int] = []
-    pending = list(children.get(pid, []))
-    while pending:
-        child = pending.pop(0)
-        found.append(child)
-        pending.extend(children.get(child, []))
-    return found
-
-
 def _terminate(process: Process, *, confined: bool) -> None:
     """Ask the process to stop: SIGTERM its group, or inside a confinement its processes.
 
@@ -341,7 +191,7 @@ def _terminate(process: Process, *, confined: bool) -> None:
     if not confined:
         _signal_group(process, signal.SIGTERM)
         return
-    for pid in _descendants(process.pid):
+    for pid in descendants(process.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
 
@@ -349,7 +199,7 @@ def _terminate(process: Process, *, confined: bool) -> None:
 async def _end_group(process: Process, grace_s: float) -> None:
     """SIGTERM the group, wait ``grace_s``, then SIGKILL it, and reap the leader."""
     if process.poll() is None:
-        _terminate(process, confined=process.pid in _CONFINED_PIDS)
+        _terminate(process, confined=process.pid in LIVE_GROUPS.confined)
         with anyio.move_on_after(grace_s):
             await _wait(process)
     _signal_group(process, signal.SIGKILL)
@@ -357,112 +207,7 @@ async def _end_group(process: Process, grace_s: float) -> None:
         await _wait(process)
 
 
-async def _chunks(fd: int) -> AsyncIterator[bytes]:
-    """Yield what arrives on the non-blocking pipe ``fd`` until end of file."""
-    while True:
-        try:
-            chunk = os.read(fd, _CHUNK)
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
-            continue
-        except OSError:
-            return
-        if not chunk:
-            return
-        yield chunk
-        await anyio.lowlevel.checkpoint()
-
-
-async def _pump_lines(  # noqa: C901 - one read loop: caps, line splitting and the abort hook together
-    fd: int,
-    tail: TailBuffer,
-    on_line: Callable[[str], bool] | None,
-    abort: anyio.Event,
-    sink: Callable[[bytes], None] | None = None,
-) -> None:
-    pending = bytearray()
-    skipping = False
-    async for chunk in _chunks(fd):
-        tail.write(chunk)
-        if sink is not None:
-            sink(chunk)
-        if isinstance(tail, HeadBuffer) and tail.full:
-            abort.set()
-        if on_line is None or abort.is_set():
-            continue
-        start = 0
-        while True:
-            newline = chunk.find(b"\n", start)
-            if newline < 0:
-                if not skipping:
-                    pending += chunk[start:]
-                    if len(pending) > MAX_LINE_BYTES:
-                        pending.clear()
-                        skipping = True
-                break
-            if not skipping:
-                pending += chunk[start:newline]
-                if _deliver(bytes(pending), on_line):
-                    abort.set()
-            pending.clear()
-            skipping = False
-            start = newline + 1
-            if abort.is_set():
-                break
-    tail_line = bool(pending) and on_line is not None and not skipping and not abort.is_set()
-    if tail_line and on_line is not None and _deliver(bytes(pending), on_line):
-        abort.set()
-
-
-def _deliver(line: bytes, on_line: Callable[[str], bool]) -> bool:
-    text = line.decode("utf-8", errors="replace").strip()
-    return bool(text) and on_line(text)
-
-
-async def _pump(fd: int, tail: TailBuffer) -> None:
-    async for chunk in _chunks(fd):
-        tail.write(chunk)
-
-
-class _Pipes:
-    """The three pipes of a child, created here so this module owns every descriptor.
-
-    The parent's ends are non-blocking and are closed by :meth:`close`, whatever
-    holds the child's ends (a grandchild that left the process group cannot keep
-    a descriptor of ours open).
-    """
-
-    def __init__(self, *, with_stdin: bool) -> None:
-        self._open: list[int] = []
-        stdin_pair: tuple[int | None, int | None] = self._pipe() if with_stdin else (None, None)
-        self.stdin_read, self.stdin_write = stdin_pair
-        self.stdout_read, self.stdout_write = self._pipe()
-        self.stderr_read, self.stderr_write = self._pipe()
-        for fd in (self.stdin_write, self.stdout_read, self.stderr_read):
-            if fd is not None:
-                os.set_blocking(fd, False)
-
-    def _pipe(self) -> tuple[int, int]:
-        read, write = os.pipe()
-        self._open += [read, write]
-        return read, write
-
-    def close_child_ends(self) -> None:
-        """Close the ends the child inherited (after spawning)."""
-        for fd in (self.stdin_read, self.stdout_write, self.stderr_write):
-            if fd is not None:
-                self.close(fd)
-
-    def close(self, fd: int | None = None) -> None:
-        """Close ``fd`` (default: every descriptor still open) once."""
-        for each in list(self._open) if fd is None else [fd]:
-            if each in self._open:
-                self._open.remove(each)
-                with contextlib.suppress(OSError):
-                    os.close(each)
-
-
-async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminate, grace, kill, drain, wait) reads best in one place
+async def run_process(
     argv: Sequence[str],
     *,
     cwd: Path,
@@ -509,72 +254,155 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
     """
     grace = DEFAULT_GRACE_S if grace_s is None else grace_s
     started = time.monotonic()
-    stdout_tail: TailBuffer = (
-        HeadBuffer(stdout_head_bytes)
-        if stdout_head_bytes is not None
-        else TailBuffer(capture_bytes)
-    )
-    stderr_tail = TailBuffer(capture_bytes)
+    kept = TailBuffer(capture_bytes) if stdout_head_bytes is None else HeadBuffer(stdout_head_bytes)
+    output = _Output(kept, TailBuffer(capture_bytes), on_line, stdout_sink, anyio.Event())
     marker = secrets.token_hex(16) if sweep else None
-    child_env = dict(env) if marker is None else {**env, SWEEP_ENV: marker}
     wrapper = wrap if wrap is not None else _CONFINED.get()
-    spawn_argv = list(argv)
-    if wrapper is not None and spawn_argv:
-        try:
-            spawn_argv, child_env = wrapper(spawn_argv, cwd, child_env)
-        except OSError as exc:
-            return _not_started(exc, argv, started)
-    pipes = _Pipes(with_stdin=stdin is not None)
+    try:
+        spawn_argv, child_env = _command(argv, cwd, env, marker=marker, wrapper=wrapper)
+    except OSError as exc:
+        return _not_started(exc, argv, started)
+    pipes = Pipes(with_stdin=stdin is not None)
+    try:
+        process = await _start(
+            spawn_argv, cwd, child_env, pipes, confined=wrapper is not None, marker=marker
+        )
+    except OSError as exc:
+        return _not_started(exc, argv, started)
+    try:
+        timed_out, finished_ms = await _supervise(
+            process, pipes, output, stdin=stdin, timeout_s=timeout_s, grace_s=grace, started=started
+        )
+    finally:
+        await _release(process, pipes, grace_s=grace, marker=marker)
+    return output.result(process.returncode, timed_out=timed_out, duration_ms=finished_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """Where a running child's output goes, and the event that asks to stop it."""
+
+    stdout: TailBuffer
+    """The kept part of stdout (its end, or its start with ``stdout_head_bytes``)."""
+    stderr: TailBuffer
+    """The kept end of stderr."""
+    on_line: Callable[[str], bool] | None
+    """Called with each stdout line; a true return asks to stop the child."""
+    sink: Callable[[bytes], None] | None
+    """Called with every chunk of stdout."""
+    abort: anyio.Event
+    """Set when the line callback or the stdout cap asks to stop the child."""
+
+    def result(self, returncode: int | None, *, timed_out: bool, duration_ms: int) -> ProcessResult:
+        """How the child ended, with what was kept of its output."""
+        return ProcessResult(
+            returncode=returncode,
+            timed_out=timed_out,
+            aborted=self.abort.is_set(),
+            stdout=self.stdout.text(),
+            stderr=self.stderr.text(),
+            spawn_error=None,
+            duration_ms=duration_ms,
+            stdout_bytes=self.stdout.total,
+        )
+
+
+def _command(
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    marker: str | None,
+    wrapper: SpawnWrapper | None,
+) -> tuple[list[str], dict[str, str]]:
+    """Return the command line and environment to spawn: marked for the sweep, then wrapped.
+
+    Raises:
+        OSError: the wrapper could not prepare the confinement.
+    """
+    child_env = dict(env) if marker is None else {**env, SWEEP_ENV: marker}
+    if wrapper is not None and argv:
+        return wrapper(list(argv), cwd, child_env)
+    return list(argv), child_env
+
+
+async def _start(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    pipes: Pipes,
+    *,
+    confined: bool,
+    marker: str | None,
+) -> Process:
+    """Spawn the child on the pipes' child ends, then track its group (and its sweep marker).
+
+    Raises:
+        OSError: the program could not be started; every pipe is closed.
+    """
     stdin_fd = pipes.stdin_read if pipes.stdin_read is not None else subprocess.DEVNULL
     try:
         # Shielded: once the thread has started the child, it must be tracked and ended.
         with anyio.CancelScope(shield=True):
             process = await anyio.to_thread.run_sync(
-                _spawn if wrapper is None else _spawn_in_long_lived_thread,
-                spawn_argv,
+                _spawn_in_long_lived_thread if confined else _spawn,
+                argv,
                 cwd,
-                child_env,
+                env,
                 (stdin_fd, pipes.stdout_write, pipes.stderr_write),
             )
-    except OSError as exc:
-        pipes.close()
-        return _not_started(exc, argv, started)
     except BaseException:
         pipes.close()
         raise
     pipes.close_child_ends()
-    _LIVE.pids.add(process.pid)
-    if wrapper is not None:
-        _CONFINED_PIDS.add(process.pid)
+    LIVE_GROUPS.pids.add(process.pid)
+    if confined:
+        LIVE_GROUPS.confined.add(process.pid)
     if marker is not None:
-        _LIVE.markers.add(marker)
-    abort = anyio.Event()
+        LIVE_GROUPS.markers.add(marker)
+    return process
+
+
+async def _supervise(
+    process: Process,
+    pipes: Pipes,
+    output: _Output,
+    *,
+    stdin: bytes | None,
+    timeout_s: float | None,
+    grace_s: float,
+    started: float,
+) -> tuple[bool, int]:
+    """Read the output and feed stdin until the child exits, times out or is stopped.
+
+    Then end its group (SIGTERM, ``grace_s``, SIGKILL) and drain the pipes for a
+    bounded time. Returns whether the timeout expired, and the milliseconds from
+    ``started`` to the end (before the drain). An error raised by a reader (the
+    line callback's) propagates unwrapped.
+    """
     done = (anyio.Event(), anyio.Event())
-    timed_out = False
-    finished_ms: int | None = None
     try:
         # Once the process has ended, the bounded drain below is shielded: a caller's
         # deadline that passes while a grandchild holds the pipes must not turn a
         # session that ended in time into a cancelled one.
         with anyio.CancelScope() as ended:
             async with anyio.create_task_group() as readers:
-                readers.start_soon(
-                    _signal_when_done,
-                    _pump_lines(pipes.stdout_read, stdout_tail, on_line, abort, stdout_sink),
-                    done[0],
+                stdout = pump_lines(
+                    pipes.stdout_read, output.stdout, output.on_line, output.abort, output.sink
                 )
+                readers.start_soon(_signal_when_done, stdout, done[0])
                 readers.start_soon(
-                    _signal_when_done, _pump(pipes.stderr_read, stderr_tail), done[1]
+                    _signal_when_done, pump(pipes.stderr_read, output.stderr), done[1]
                 )
                 if stdin is not None and pipes.stdin_write is not None:
-                    readers.start_soon(_feed, pipes, pipes.stdin_write, stdin)
+                    readers.start_soon(feed, pipes, pipes.stdin_write, stdin)
                 with anyio.move_on_after(math.inf if timeout_s is None else timeout_s) as timer:
-                    await _first_of(_wait(process), abort.wait())
+                    await _first_of(_wait(process), output.abort.wait())
                 ended.shield = True
                 timed_out = timer.cancelled_caught and process.poll() is None
                 finished_ms = _elapsed_ms(started)
                 if process.poll() is None:
-                    await _end_group(process, grace)
+                    await _end_group(process, grace_s)
                 with anyio.move_on_after(_DRAIN_S):
                     await done[0].wait()
                     await done[1].wait()
@@ -582,29 +410,27 @@ async def run_process(  # noqa: PLR0915 - the ordered end of a process (terminat
                 readers.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         _raise_single(group)
-    finally:
-        with anyio.CancelScope(shield=True):
-            if process.poll() is None:
-                await _end_group(process, grace)
-            _signal_group(process, signal.SIGKILL)
-            pipes.close()
-            with anyio.move_on_after(DEFAULT_GRACE_S):
-                await _wait(process)
-            _LIVE.pids.discard(process.pid)
-            _CONFINED_PIDS.discard(process.pid)
-            if marker is not None:
-                await anyio.to_thread.run_sync(_sweep, marker)
-                _LIVE.markers.discard(marker)
-    return ProcessResult(
-        returncode=process.returncode,
-        timed_out=timed_out,
-        aborted=abort.is_set(),
-        stdout=stdout_tail.text(),
-        stderr=stderr_tail.text(),
-        spawn_error=None,
-        duration_ms=finished_ms if finished_ms is not None else _elapsed_ms(started),
-        stdout_bytes=stdout_tail.total,
-    )
+    return timed_out, finished_ms
+
+
+async def _release(process: Process, pipes: Pipes, *, grace_s: float, marker: str | None) -> None:
+    """End whatever is left of the child, shielded: its group, its pipes, its strays.
+
+    Runs however :func:`_supervise` ended (also on cancellation or a callback's
+    error); then the child is no longer tracked.
+    """
+    with anyio.CancelScope(shield=True):
+        if process.poll() is None:
+            await _end_group(process, grace_s)
+        _signal_group(process, signal.SIGKILL)
+        pipes.close()
+        with anyio.move_on_after(DEFAULT_GRACE_S):
+            await _wait(process)
+        LIVE_GROUPS.pids.discard(process.pid)
+        LIVE_GROUPS.confined.discard(process.pid)
+        if marker is not None:
+            await anyio.to_thread.run_sync(sweep_marked, marker)
+            LIVE_GROUPS.markers.discard(marker)
 
 
 def _not_started(exc: OSError, argv: Sequence[str], started: float) -> ProcessResult:
@@ -619,7 +445,7 @@ def _not_started(exc: OSError, argv: Sequence[str], started: float) -> ProcessRe
     )
 
 
-def _raise_single(group: BaseExceptionGroup[BaseException]) -> None:
+def _raise_single(group: BaseExceptionGroup[BaseException]) -> NoReturn:
     """Re-raise the one error of a reader task group unwrapped, else the group."""
     errors = [e for e in group.exceptions if not isinstance(e, anyio.get_cancelled_exc_class())]
     if len(errors) == 1 and isinstance(errors[0], Exception):
@@ -644,24 +470,6 @@ async def _first_of(*awaitables: Awaitable[object]) -> None:
 
         for awaitable in awaitables:
             group.start_soon(_one, awaitable)
-
-
-async def _feed(pipes: _Pipes, fd: int, data: bytes) -> None:
-    """Write ``data`` to the child's stdin, then close it (end of file)."""
-    view = memoryview(data)
-    try:
-        while view:
-            try:
-                written = os.write(fd, view[:_CHUNK])
-            except BlockingIOError:
-                await anyio.wait_writable(fd)
-                continue
-            view = view[written:]
-            await anyio.lowlevel.checkpoint()
-    except OSError:
-        pass
-    finally:
-        pipes.close(fd)
 
 
 def _elapsed_ms(started: float) -> int:
