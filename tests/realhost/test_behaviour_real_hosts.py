@@ -9,7 +9,6 @@ asks for the opposite (every behaviour check fails), one check of each type.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,9 +20,9 @@ from factory import EXTENDED_SCENARIO_URI, make_project, scenario
 
 from atlante_eval import RunReport, TrialResult, run_eval
 
+from .environment import leftovers, real_host_environment
 from .fixtures import require_hosts
 from .mock_model import CallTool, MockModelServer, Reply, RunBash, Script, WriteFile
-from .test_eval_real_hosts import _environment, leftovers
 
 pytestmark = pytest.mark.realhost
 
@@ -111,13 +110,10 @@ def graded(
     fixtures = {
         "eval/fixtures/app": {"README.md": "hi\n", f"{skill_dir}/{SKILL}/SKILL.md": SKILL_TEXT}
     }
-    with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
-        variables, pass_env = _environment(host, mock, tmp, marker)
-        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
-            patch.delenv(name, raising=False)
-        for name, value in variables.items():
-            patch.setenv(name, value)
+    with (
+        MockModelServer(scripts()) as mock,
+        real_host_environment(host, mock, tmp, bin_dir=bin_dir, marker=marker) as pass_env,
+    ):
         project = make_project(
             tmp / "project",
             host=host,

@@ -21,10 +21,8 @@ traffic to another host would be logged (and refused).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,8 +36,8 @@ from isolationkit import require_bwrap
 
 from atlante_eval import RunReport, TrialResult, run_eval
 
+from .environment import HOSTS, MARKER_VAR, leftovers, real_host_environment
 from .fixtures import require_hosts
-from .hostrun import proxy_trap_env
 from .mock_model import (
     Fail,
     MockModelServer,
@@ -53,11 +51,9 @@ from .mock_model import (
 
 pytestmark = pytest.mark.realhost
 
-HOSTS = ("claude-code", "opencode")
 #: Each host runs both suites without and with OS isolation (docs/isolation.md): under
 #: ``os`` the mock is reachable because the session's env names it, and nothing else is.
 CASES = [(host, isolation) for host in HOSTS for isolation in ("none", "os")]
-MARKER_VAR = "ATLANTE_TEST_RUN_MARKER"
 PROMPT = (
     "-p --dash first \"double\" 'single' $HOME `tick` ünïcödé ✓\n\tsecond line [script:pair]  \n"
 )
@@ -65,18 +61,6 @@ PROMPT = (
 SLOW_TIMEOUT_MS = {"claude-code": 5_000, "opencode": 40_000}
 MAX_TOKENS = 400_000
 BIG = Usage(input_tokens=900_000, output_tokens=5)
-OPENCODE_PROVIDER = {
-    "provider": {
-        "mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Mock",
-            "options": {"baseURL": "{env:MOCK_BASE_URL}"},
-            "models": {
-                "mock-model": {"tool_call": True, "limit": {"context": 128000, "output": 4096}}
-            },
-        }
-    }
-}
 CHECK_HELLO = [
     sys.executable,
     "-c",
@@ -142,32 +126,6 @@ def pair_scenario() -> dict[str, Any]:
     )
 
 
-def marked_processes(marker: str) -> list[int]:
-    """Return the pids of live processes whose environment holds ``marker``."""
-    found = []
-    for entry in (p.name for p in Path("/proc").iterdir()):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in environ:
-            found.append(int(entry))
-    return found
-
-
-def leftovers(marker: str, wait_s: float = 30.0) -> list[int]:
-    """Wait up to ``wait_s`` for marked processes to disappear; return those that stay.
-
-    ``wait_s`` is a hang guard for a loaded machine, not a speed bound.
-    """
-    deadline = time.monotonic() + wait_s
-    while (pids := marked_processes(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return pids
-
-
 @dataclass
 class HostRun:
     """One host's two runs and what the mock saw."""
@@ -192,34 +150,6 @@ class HostRun:
     def requests_for(self, script: str) -> list[RequestRecord]:
         """Return the main model calls answered by ``script``."""
         return [r for r in self.requests if r.script == script]
-
-
-def _environment(
-    host: str, mock: MockModelServer, tmp: Path, marker: str
-) -> tuple[dict[str, str], list[str]]:
-    """Return the parent variables to set and the --pass-env names for ``host``."""
-    variables = {MARKER_VAR: marker, "SECRET_MARKER": "must-not-leak", **proxy_trap_env(mock)}
-    pass_env = [MARKER_VAR]
-    if host == "claude-code":
-        variables |= {
-            "ANTHROPIC_BASE_URL": mock.anthropic_base_url,
-            "ANTHROPIC_API_KEY": "test-key",
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-        }
-        pass_env.append("CLAUDE_CODE_MAX_RETRIES")
-    else:
-        data = tmp / "user-data"
-        (data / "opencode").mkdir(parents=True)
-        (data / "opencode" / "auth.json").write_text(
-            json.dumps({"mock": {"type": "api", "key": "test-key"}})
-        )
-        variables |= {
-            "XDG_DATA_HOME": str(data),
-            "OPENCODE_CONFIG_CONTENT": json.dumps(OPENCODE_PROVIDER),
-            "MOCK_BASE_URL": mock.openai_base_url,
-        }
-        pass_env += ["OPENCODE_CONFIG_CONTENT", "MOCK_BASE_URL"]
-    return variables, pass_env
 
 
 def _run(
@@ -256,13 +186,10 @@ def host_run(
     fixtures = {"eval/fixtures/app": {"README.md": "hi\n", "sub/keep.txt": "keep\n"}}
     budget: dict[str, Any] = {"trials": 1, "maxTokens": MAX_TOKENS}
     config: dict[str, Any] = {"model": model, "budget": budget}
-    with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
-        variables, pass_env = _environment(host, mock, tmp, marker)
-        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
-            patch.delenv(name, raising=False)
-        for name, value in variables.items():
-            patch.setenv(name, value)
+    with (
+        MockModelServer(scripts()) as mock,
+        real_host_environment(host, mock, tmp, bin_dir=bin_dir, marker=marker) as pass_env,
+    ):
         main_project = make_project(
             tmp / "main", host=host, scenarios=scenarios(host), fixtures=fixtures, eval_extra=config
         )

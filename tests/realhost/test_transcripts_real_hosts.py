@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
 import subprocess
 import uuid
@@ -36,9 +35,9 @@ from atlante_eval.transcript import (
     ToolCallEntry,
 )
 
+from .environment import leftovers, real_host_environment
 from .fixtures import require_hosts
 from .mock_model import CallTool, Fail, MockModelServer, Reply, RunBash, Script, WriteFile
-from .test_eval_real_hosts import _environment, leftovers
 
 pytestmark = pytest.mark.realhost
 
@@ -117,13 +116,10 @@ def recorded(
     fixtures = {
         "eval/fixtures/app": {"README.md": "hi\n", f"{skill_dir}/{SKILL}/SKILL.md": SKILL_TEXT}
     }
-    with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
-        variables, pass_env = _environment(host, mock, tmp, marker)
-        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
-            patch.delenv(name, raising=False)
-        for name, value in variables.items():
-            patch.setenv(name, value)
+    with (
+        MockModelServer(scripts()) as mock,
+        real_host_environment(host, mock, tmp, bin_dir=bin_dir, marker=marker) as pass_env,
+    ):
         project = make_project(
             tmp / "project",
             host=host,

@@ -13,7 +13,6 @@ reader's sandbox nor its result.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -23,9 +22,9 @@ from factory import make_project, scenario
 
 from atlante_eval import run_eval
 
+from .environment import HOSTS, real_host_environment
 from .fixtures import require_hosts
 from .mock_model import MockModelServer, Reply, RunBash, Script, WriteFile
-from .test_eval_real_hosts import HOSTS, _environment
 
 pytestmark = pytest.mark.realhost
 
@@ -79,13 +78,17 @@ def test_cache_writes_of_one_trial_do_not_reach_the_next(host: str, tmp_path: Pa
             ],
         ),
     ]
-    with MockModelServer(scripts) as mock, pytest.MonkeyPatch.context() as patch:
-        variables, pass_env = _environment(host, mock, tmp_path, "cache-test")
-        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
-            patch.delenv(name, raising=False)
-        for name, value in {**variables, "SHARED_PROBE": str(shared)}.items():
-            patch.setenv(name, value)
+    with (
+        MockModelServer(scripts) as mock,
+        real_host_environment(
+            host,
+            mock,
+            tmp_path,
+            bin_dir=bin_dir,
+            marker="cache-test",
+            extra={"SHARED_PROBE": str(shared)},
+        ) as pass_env,
+    ):
         project = make_project(
             tmp_path / "project",
             host=host,
