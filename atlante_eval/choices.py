@@ -24,7 +24,7 @@ __all__ = [
     "CoreCheckType",
     "FailOn",
     "HostName",
-    "Isolation",
+    "IsolationMode",
     "LogFormat",
     "ShardBalancing",
 ]
@@ -68,8 +68,9 @@ EXTENDED_SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/atlante-eval/v1/eval-s
 #: The built-in hosts by configured name: the one key of every per-host table
 #: (``hosts.registry.HOST_FACTORIES``, ``project.native.NATIVE_HOSTS``).
 HostName = Literal["opencode", "claude-code"]
-#: ``--isolation``: how trials are contained (docs/isolation.md).
-Isolation = Literal["none", "os"]
+#: How trials are contained (docs/isolation.md): ``eval.isolation``, ``run --isolation``,
+#: ``selftest --isolation``; resolved by ``run.isolate.resolve_isolation``.
+IsolationMode = Literal["none", "os"]
 #: ``--balance``: how ``--shard I/N`` splits the plan (docs/scaling.md).
 ShardBalancing = Literal["round-robin", "duration"]
 #: ``--log-format``: structured run logs on stderr.

@@ -11,10 +11,9 @@ from reports import report, write
 from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
-from atlante_eval import CheckResult, RunReport, TrialResult, junit_xml
+from atlante_eval import CheckResult, RunReport, TrialResult, hosts, junit_xml
 from atlante_eval.cli import app
 from atlante_eval.report import TrialAttempt
-from atlante_eval.run import runner
 from atlante_eval.views.junit import MAX_BODY_CHARS, MAX_EVIDENCE_CHARS, MAX_MESSAGE_CHARS
 
 FAILED_CHECK = CheckResult(
@@ -220,7 +219,7 @@ def test_junit_command_refuses_an_unreadable_report(tmp_path: Path) -> None:
 
 def test_run_writes_junit_after_publishing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """run --junit FILE writes the published report's JUnit XML; the exit code is the run's."""
-    monkeypatch.setattr(runner, "create_host", lambda name: StandinHost())
+    monkeypatch.setitem(hosts.HOST_FACTORIES, "opencode", StandinHost)
     check = [{"type": "file-exists", "path": "out.txt"}]
     root = make_project(
         tmp_path / "p",
@@ -243,7 +242,7 @@ def test_run_reports_an_unwritable_junit_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A --junit path in a missing directory is refused before any trial (exit 2)."""
-    monkeypatch.setattr(runner, "create_host", lambda name: StandinHost())
+    monkeypatch.setitem(hosts.HOST_FACTORIES, "opencode", StandinHost)
     root = make_project(tmp_path / "p")
     result = _invoke(
         "run", root, "--trials", "1", "--out", tmp_path / "r", "--junit", tmp_path / "x" / "j.xml"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from atlante_eval.run.runner import _cause
+from atlante_eval.run.failures import cause as _cause
 
 
 def test_a_lone_error_is_named_by_type_and_message() -> None:

@@ -11,11 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._util.terminal import printable, use_color
-from ..choices import Isolation, LogFormat, ShardBalancing
-from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
-
-#: Most trials per scenario (``--max-trials``, ``--min-trials``), as for ``--trials``.
-_MOST_TRIALS = 50
+from ..choices import LogFormat, ShardBalancing
+from .app import OutOption, PathArg, app, guarded, print_diagnostics
 
 if TYPE_CHECKING:
     import anyio
@@ -24,7 +21,7 @@ if TYPE_CHECKING:
     from ..run import RunOptions
     from ..run.runner import RunControl, RunOutcome
 
-__all__ = ["run"]
+__all__ = ["run", "run_command"]
 
 
 @app.command()
@@ -201,9 +198,10 @@ def run(
         typer.Option("--no-html", help="Do not write report.html beside report.json."),
     ] = False,
     isolation: Annotated[
-        Isolation | None,
+        str | None,
         typer.Option(
             "--isolation",
+            metavar="<none|os>",
             help="Contain each trial: none (tool policy only) or os (namespaces and a "
             "network allow list; Linux, bubblewrap). Default: eval.isolation, else none.",
             show_default=False,
@@ -218,24 +216,16 @@ def run(
     """
 
     def action() -> int:
-        import anyio
+        from ..run import run_options
 
-        from .._util.logs import configure_logging
-        from ..report import check_output_paths
-        from ..run import MAX_RETRY_INFRA, run_options
-
-        configure_logging(log_format)
-        options = run_options(
+        options = run_options(  # each flag to its field: the field's validator reads it
             scenarios=scenario,
             trials=trials,
-            jobs=positive_int("--jobs", jobs),
+            jobs=jobs,
             out=out,
             keep=keep,
             pass_env=pass_env,
-            retry_infra=positive_int(
-                "--retry-infra", retry_infra, allow_zero=True, maximum=MAX_RETRY_INFRA
-            )
-            or 0,
+            retry_infra=retry_infra,
             resume=resume,
             shard=shard,
             balance=balance,
@@ -243,18 +233,36 @@ def run(
             last_failed=last_failed,
             against=against,
             until_decided=until_decided,
-            min_trials=trial_count("--min-trials", min_trials),
-            max_trials=trial_count("--max-trials", max_trials),
-            max_cost=fraction("--max-cost", max_cost, high=None),
-            margin=fraction("--margin", margin, high=1.0),
-            alpha=fraction("--alpha", alpha, high=1.0, closed=False),
+            min_trials=min_trials,
+            max_trials=max_trials,
+            max_cost=max_cost,
+            margin=margin,
+            alpha=alpha,
             html=not no_html,
             isolation=isolation,
         )
-        check_output_paths({"--junit": junit}, {"--out": out})
-        return anyio.run(_run_async, path, options, as_json, junit)
+        return run_command(path, options, as_json=as_json, junit=junit, log_format=log_format)
 
     raise typer.Exit(guarded(action))
+
+
+def run_command(
+    path: Path | None,
+    options: RunOptions,
+    *,
+    as_json: bool = False,
+    junit: Path | None = None,
+    log_format: LogFormat = "none",
+) -> int:
+    """Run with ``options``, printing progress and the outcome; return the exit status."""
+    import anyio
+
+    from .._util.logs import configure_logging
+    from ..report import check_output_paths
+
+    configure_logging(log_format)
+    check_output_paths({"--junit": junit}, {"--out": options.out})
+    return anyio.run(_run_async, path, options, as_json, junit)
 
 
 async def _run_async(
@@ -370,44 +378,3 @@ async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
                 err=True,
             )
             control.interrupt()
-
-
-def trial_count(flag: str, raw: str | None) -> int | None:
-    """Parse ``--min-trials``/``--max-trials``: an integer from 1 to 50."""
-    from ..diagnostics import DiagnosticError, error
-
-    value = positive_int(flag, raw)
-    if value is not None and value > _MOST_TRIALS:
-        raise DiagnosticError(
-            [
-                error(
-                    "invalid-option",
-                    f"{flag} must be an integer from 1 to {_MOST_TRIALS}, got {raw}",
-                    expected=f"an integer from 1 to {_MOST_TRIALS}",
-                )
-            ]
-        )
-    return value
-
-
-def fraction(
-    flag: str, raw: str | None, *, high: float | None, closed: bool = True
-) -> float | None:
-    """Parse a positive number option (``--margin``, ``--alpha``, ``--max-cost``)."""
-    import math
-
-    from ..diagnostics import DiagnosticError, error
-
-    if raw is None:
-        return None
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        value = math.nan
-    above = high is not None and (value > high if closed else value >= high)
-    if not math.isfinite(value) or value <= 0 or above:
-        bound = "" if high is None else f" and {'at most' if closed else 'below'} {high:g}"
-        raise DiagnosticError(
-            [error("invalid-option", f"{flag} must be a number above 0{bound}, got {raw}")]
-        )
-    return value

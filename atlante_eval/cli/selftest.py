@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..choices import DEFAULT_SELFTEST_JOBS, Isolation
+from ..choices import DEFAULT_SELFTEST_JOBS
 from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         SelftestResult,
     )
 
-__all__ = ["render_selftest", "selftest"]
+__all__ = ["render_selftest", "selftest", "selftest_command"]
 
 
 def _agent_cell(outcome: AgentOutcome | None, checks: int, missing: str) -> str:
@@ -159,9 +159,10 @@ def selftest(
         ),
     ] = None,
     isolation: Annotated[
-        Isolation | None,
+        str | None,
         typer.Option(
             "--isolation",
+            metavar="<none|os>",
             help="Contain setup and command checks: none or os (Linux, bubblewrap). "
             "Default: eval.isolation, else none.",
             show_default=False,
@@ -180,34 +181,57 @@ def selftest(
     """
 
     def action() -> int:
-        import anyio
-
-        from ..report import check_output_paths
-        from ..selftest.core import run_selftest
-
-        check_output_paths({}, {"--out": out})
-
-        outcome: SelftestOutcome = anyio.run(
-            lambda: run_selftest(
-                path,
-                scenarios=tuple(scenario or ()),
-                solutions=solutions,
-                jobs=positive_int("--jobs", jobs),
-                out=out,
-                keep=keep,
-                on_trial=_progress,
-                isolation=isolation,
-            )
+        return selftest_command(
+            path,
+            scenarios=tuple(scenario or ()),
+            solutions=solutions,
+            jobs=positive_int("--jobs", jobs),
+            out=out,
+            keep=keep,
+            isolation=isolation,
+            as_json=as_json,
         )
-        result = outcome.result
-        if as_json:
-            sys.stdout.write(result.to_json())
-            sys.stdout.flush()
-            return result.exit_code
-        print_diagnostics(result.diagnostics)
-        typer.echo(render_selftest(result))
-        if outcome.report.meta.run_root:
-            typer.echo(f"sandboxes kept in {outcome.report.meta.run_root}")
-        return result.exit_code
 
     raise typer.Exit(guarded(action))
+
+
+def selftest_command(
+    path: Path | None,
+    *,
+    scenarios: tuple[str, ...],
+    solutions: Path | None,
+    jobs: int | None,
+    out: Path | None,
+    keep: bool,
+    isolation: str | None,
+    as_json: bool,
+) -> int:
+    """Selftest with progress lines on stderr, then print the outcome; return the exit status."""
+    import anyio
+
+    from ..report import check_output_paths
+    from ..selftest.core import run_selftest
+
+    check_output_paths({}, {"--out": out})
+    outcome: SelftestOutcome = anyio.run(
+        lambda: run_selftest(
+            path,
+            scenarios=scenarios,
+            solutions=solutions,
+            jobs=jobs,
+            out=out,
+            keep=keep,
+            on_trial=_progress,
+            isolation=isolation,
+        )
+    )
+    result = outcome.result
+    if as_json:
+        sys.stdout.write(result.to_json())
+        sys.stdout.flush()
+        return result.exit_code
+    print_diagnostics(result.diagnostics)
+    typer.echo(render_selftest(result))
+    if outcome.report.meta.run_root:
+        typer.echo(f"sandboxes kept in {outcome.report.meta.run_root}")
+    return result.exit_code

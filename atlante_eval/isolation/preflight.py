@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 
+from ..choices import IsolationMode
 from ..diagnostics import DiagnosticError, error
 from .bwrap import Confinement
 
@@ -98,7 +99,7 @@ def require_os_isolation(
     return bwrap
 
 
-async def preflight_isolation(mode: str) -> str | None:
+async def preflight_isolation(mode: IsolationMode) -> str | None:
     """Return the proven ``bwrap`` path for ``os`` isolation, ``None`` for ``none``.
 
     Raises:

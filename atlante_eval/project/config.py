@@ -23,7 +23,7 @@ from pydantic import (
 
 from .._util.endpoints import EndpointError, parse_endpoint
 from .._util.jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
-from ..choices import HostName
+from ..choices import HostName, IsolationMode
 from ..diagnostics import ATLANTE_ABOUT, DiagnosticError, Location, error
 from .scenarios import MAX_TIMEOUT_MS
 from .validation import NonEmptyStr, StrictModel, location_of, validation_diagnostics
@@ -88,10 +88,6 @@ class Budget(StrictModel):
     """Host sessions per run; later trials become ``skipped-budget``."""
     max_tokens: Annotated[int, Field(ge=1)] = DEFAULT_MAX_TOKENS
     """Token threshold per trial, enforced from the host's cumulative usage events."""
-
-
-IsolationMode = Literal["none", "os"]
-"""How trials are contained: ``none`` (tool policy) or ``os`` (namespaces; docs/isolation.md)."""
 
 
 class NetworkConfig(StrictModel):

@@ -1,11 +1,16 @@
 """A run: the runner, the engine that drives trials, the run's lifecycle and journal.
 
-:mod:`.runner` (``run_eval``) wires a loaded suite, a host and options into
-:mod:`.engine` inside :mod:`.lifecycle` (reserve → meta → trials → finalize →
-publish), journalling finished trials (:mod:`.journal`) for ``--resume``;
-:mod:`.options` is the one run-options model; :mod:`.adaptive` drives
-``--until-decided``; :mod:`.summary` and :mod:`.limits` are small helpers. Only
-the options model is re-exported: the engine is imported by path.
+:mod:`.runner` (``run_eval``) takes what :mod:`.prepare` decided before the run
+directory (suite, selection, budget, host and isolation, plan, fingerprints,
+resume) and runs :mod:`.engine` inside :mod:`.lifecycle` (reserve → meta →
+trials → finalize → publish); :mod:`.tracking` records finished trials,
+journalling them (:mod:`.journal`) for ``--resume``, and :mod:`.failures` says
+what stopped a run. :mod:`.options` is the one run-options model (the CLI and
+``run_eval`` both build it) and :mod:`.isolate` the one isolation resolver (``run``
+and ``selftest`` both call it); :mod:`.balance` splits ``--shard`` runs;
+:mod:`.adaptive` drives ``--until-decided``;
+:mod:`.summary` and :mod:`.limits` are small helpers. Only the options model is
+re-exported: the engine is imported by path.
 """
 
 from __future__ import annotations

@@ -1,31 +1,143 @@
-"""Run options: one validated model for everything a run can be asked to do."""
+"""Run options: one validated model for everything a run can be asked to do.
+
+:class:`RunOptions` is the one definition of a run option: its field (with the
+docstring), its flag in :data:`OPTION_FLAGS`, and the validator that reads it
+both as command-line text (``--jobs 4``) and as a Python value (``jobs=4``). The
+CLI and :func:`~atlante_eval.run.runner.run_eval` both build it with
+:func:`run_options`, so a bad value reads the same from either: an
+``invalid-option`` (``invalid-trials`` for ``--trials``) diagnostic in the
+option's own terms, exit 2. Adding a run option is a field here, its flag, the
+``run`` command's flag and ``run_eval``'s keyword; ``tests/test_runner_options.py``
+checks that the four agree.
+"""
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
-from ..choices import DEFAULT_ALPHA, DEFAULT_JOBS, DEFAULT_MARGIN, ShardBalancing
+from ..choices import DEFAULT_ALPHA, DEFAULT_JOBS, DEFAULT_MARGIN, IsolationMode, ShardBalancing
 from ..diagnostics import Diagnostic, DiagnosticError, error
 from ..project import parse_trials
+from ..project.config import MAX_TRIALS
+from .isolate import isolation_mode
 
 __all__ = [
     "DEFAULT_JOBS",
     "MAX_RETRY_INFRA",
+    "OPTION_FLAGS",
     "RunOptions",
     "Shard",
     "adaptive_problems",
     "balance_problems",
+    "options_from_keywords",
     "parse_shard",
     "run_options",
 ]
 
 #: Most retries ``--retry-infra`` allows per trial.
 MAX_RETRY_INFRA = 10
+_RETRIES = f"0..{MAX_RETRY_INFRA}"
+
+_T = TypeVar("_T")
+
+
+class _Refused(ValueError):
+    """A value refused with diagnostics, carried through pydantic's validation."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
+        super().__init__("; ".join(d.message for d in diagnostics))
+        self.diagnostics = tuple(diagnostics)
+
+
+def _checked(parse: Callable[[Any], _T]) -> Callable[[Any], _T]:
+    """A field validator from a parser that raises :class:`DiagnosticError`."""
+
+    def validate(value: Any) -> _T:
+        try:
+            return parse(value)
+        except DiagnosticError as exc:
+            raise _Refused(exc.diagnostics) from None
+
+    return validate
+
+
+def _reads(parse: Callable[[Any], object]) -> BeforeValidator:
+    """The validator of a field ``parse`` reads, from command-line text or a Python value."""
+    return BeforeValidator(_checked(parse))
+
+
+def _integer(
+    flag: str, *, low: int, high: int | None = None, wanted: str, expected: str | None = None
+) -> Callable[[Any], int | None]:
+    """A parser of an integer option: an int, or its decimal text (surrounding blanks allowed)."""
+
+    def parse(value: Any) -> int | None:
+        if value is None:
+            return None
+        number: int | None = None
+        text = value.strip() if isinstance(value, str) else ""
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif text.isascii() and text.isdigit():
+            number = int(text)
+        if number is not None and low <= number and (high is None or number <= high):
+            return number
+        details = {"expected": expected} if expected is not None else {}
+        raise DiagnosticError(
+            [error("invalid-option", f"{flag} must be {wanted}, got {value}", **details)]
+        )
+
+    return parse
+
+
+def _trial_count(flag: str) -> Callable[[Any], int | None]:
+    """A parser of ``--min-trials``/``--max-trials``: an integer from 1 to 50."""
+    wanted = f"an integer from 1 to {MAX_TRIALS}"
+    return _integer(flag, low=1, high=MAX_TRIALS, wanted=wanted, expected=wanted)
+
+
+def _number(flag: str, *, high: float | None, closed: bool = True) -> Callable[[Any], float | None]:
+    """A parser of a positive number option (``--margin``, ``--alpha``, ``--max-cost``)."""
+
+    def parse(value: Any) -> float | None:
+        if value is None:
+            return None
+        number = math.nan
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
+            number = _float(value)
+        above = high is not None and (number > high if closed else number >= high)
+        if math.isfinite(number) and number > 0 and not above:
+            return number
+        bound = "" if high is None else f" and {'at most' if closed else 'below'} {high:g}"
+        raise DiagnosticError(
+            [error("invalid-option", f"{flag} must be a number above 0{bound}, got {value}")]
+        )
+
+    return parse
+
+
+def _float(text: str) -> float:
+    """``text`` (surrounding blanks allowed) as a float; NaN when it is not a number."""
+    try:
+        return float(text.strip())
+    except ValueError:
+        return math.nan
 
 
 class Shard(BaseModel):
@@ -46,64 +158,15 @@ class Shard(BaseModel):
         return position % self.count == self.index - 1
 
 
-class RunOptions(BaseModel):
-    """Everything a run can be asked to do beyond the project's configuration."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    scenarios: tuple[str, ...] = ()
-    """Scenario names or glob patterns to run (empty: all)."""
-    trials: Annotated[int, Field(ge=1, le=50)] | None = None
-    """Trials per scenario, overriding ``eval.budget.trials``."""
-    jobs: Annotated[int, Field(ge=1)] = DEFAULT_JOBS
-    """Trials run at once."""
-    out: Path | None = None
-    """Report base directory instead of ``<project>/.atlante/eval``."""
-    keep: bool = False
-    """Keep trial sandboxes."""
-    pass_env: tuple[str, ...] = ()
-    """Parent environment variables handed to the host session."""
-    retry_infra: Annotated[int, Field(ge=0, le=MAX_RETRY_INFRA)] = 0
-    """Reruns of a trial while it ends in infra-error."""
-    resume: Path | None = None
-    """Run directory of an earlier run whose matching trials are reused."""
-    shard: Shard | None = None
-    """Run only this slice of the plan."""
-    balance: ShardBalancing = "round-robin"
-    """How ``shard`` slices the plan: round robin, or by the durations of ``balance_from``."""
-    balance_from: Path | None = None
-    """Earlier report (or its run directory) whose trial durations balance the shards."""
-    last_failed: bool = False
-    """Run only the scenarios that did not fully pass in the previous report."""
-    against: Path | None = None
-    """BASE report (or its run directory) an adaptive run compares with."""
-    until_decided: bool = False
-    """Add trials to undecided scenarios until the comparison with ``against`` is decided."""
-    min_trials: Annotated[int, Field(ge=1, le=50)] | None = None
-    """Trials per scenario at the first look (default: the configured trials)."""
-    max_trials: Annotated[int, Field(ge=1, le=50)] | None = None
-    """Most trials per scenario in an adaptive run (default 50)."""
-    max_cost: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    """Stop adding waves once the host-reported cost reaches this many USD."""
-    alpha: Annotated[float, Field(gt=0, lt=1)] = DEFAULT_ALPHA
-    """Adaptive runs: error rate over all looks."""
-    margin: Annotated[float, Field(gt=0, le=1)] = DEFAULT_MARGIN
-    """Adaptive runs: largest change counted as unchanged."""
-    html: bool = True
-    """Write ``report.html`` beside ``report.json`` (``--no-html`` turns it off)."""
-    isolation: Literal["none", "os"] | None = None
-    """How trials are contained, overriding ``eval.isolation`` (docs/isolation.md)."""
-
-
-def parse_shard(raw: str | Shard | None) -> Shard | None:
-    """Parse ``I/N`` (1 <= I <= N).
+def parse_shard(raw: object) -> Shard | None:
+    """Parse ``I/N`` (1 <= I <= N); a :class:`Shard` passes as it is.
 
     Raises:
         DiagnosticError: ``invalid-option`` (exit 2).
     """
     if raw is None or isinstance(raw, Shard):
         return raw
-    parts = raw.strip().split("/")
+    parts = raw.strip().split("/") if isinstance(raw, str) else []
     if len(parts) == 2 and all(p.isascii() and p.isdigit() for p in parts):
         index, count = int(parts[0]), int(parts[1])
         if 1 <= index <= count:
@@ -148,37 +211,110 @@ def pass_env_problems(names: Sequence[str]) -> list[Diagnostic]:
     return problems
 
 
-def run_options(**raw: Any) -> RunOptions:
-    """Build :class:`RunOptions`, turning bad values into diagnostics (exit 2).
+def _pass_env(names: tuple[str, ...]) -> tuple[str, ...]:
+    problems = pass_env_problems(names)
+    if problems:
+        raise DiagnosticError(problems)
+    return names
 
-    ``trials`` is validated like ``--trials`` (``invalid-trials``); ``shard`` may be
-    the ``I/N`` text.
+
+class RunOptions(BaseModel):
+    """Everything a run can be asked to do beyond the project's configuration."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenarios: tuple[str, ...] = ()
+    """Scenario names or glob patterns to run (empty: all)."""
+    trials: Annotated[int | None, _reads(parse_trials)] = None
+    """Trials per scenario (1-50), overriding ``eval.budget.trials``."""
+    jobs: Annotated[int, _reads(_integer("--jobs", low=1, wanted="a positive integer"))] = (
+        DEFAULT_JOBS
+    )
+    """Trials run at once."""
+    out: Path | None = None
+    """Report base directory instead of ``<project>/.atlante/eval``."""
+    keep: bool = False
+    """Keep trial sandboxes."""
+    pass_env: Annotated[tuple[str, ...], AfterValidator(_checked(_pass_env))] = ()
+    """Parent environment variables handed to the host session."""
+    retry_infra: Annotated[
+        int, _reads(_integer("--retry-infra", low=0, high=MAX_RETRY_INFRA, wanted=_RETRIES))
+    ] = 0
+    """Reruns of a trial while it ends in infra-error (0-10)."""
+    resume: Path | None = None
+    """Run directory of an earlier run whose matching trials are reused."""
+    shard: Annotated[Shard | None, _reads(parse_shard)] = None
+    """Run only this slice of the plan (``I/N`` as text)."""
+    balance: ShardBalancing = "round-robin"
+    """How ``shard`` slices the plan: round robin, or by the durations of ``balance_from``."""
+    balance_from: Path | None = None
+    """Earlier report (or its run directory) whose trial durations balance the shards."""
+    last_failed: bool = False
+    """Run only the scenarios that did not fully pass in the previous report."""
+    against: Path | None = None
+    """BASE report (or its run directory) an adaptive run compares with."""
+    until_decided: bool = False
+    """Add trials to undecided scenarios until the comparison with ``against`` is decided."""
+    min_trials: Annotated[int | None, _reads(_trial_count("--min-trials"))] = None
+    """Trials per scenario at the first look (default: the configured trials)."""
+    max_trials: Annotated[int | None, _reads(_trial_count("--max-trials"))] = None
+    """Most trials per scenario in an adaptive run (1-50, default 50)."""
+    max_cost: Annotated[float | None, _reads(_number("--max-cost", high=None))] = None
+    """Stop adding waves once the host-reported cost reaches this many USD."""
+    alpha: Annotated[float, _reads(_number("--alpha", high=1.0, closed=False))] = DEFAULT_ALPHA
+    """Adaptive runs: error rate over all looks (0 < alpha < 1)."""
+    margin: Annotated[float, _reads(_number("--margin", high=1.0))] = DEFAULT_MARGIN
+    """Adaptive runs: largest change counted as unchanged (0 < margin <= 1)."""
+    html: bool = True
+    """Write ``report.html`` beside ``report.json`` (``--no-html`` turns it off)."""
+    isolation: Annotated[IsolationMode | None, _reads(isolation_mode)] = None
+    """How trials are contained, overriding ``eval.isolation`` (docs/isolation.md)."""
+
+    @model_validator(mode="after")
+    def _combinations(self) -> Self:
+        problems = adaptive_problems(self) + balance_problems(self)
+        if problems:
+            raise _Refused(problems)
+        return self
+
+
+def run_options(**given: Any) -> RunOptions:
+    """Build :class:`RunOptions` from option values as given; ``None`` means not given.
+
+    Values may be command-line text (``jobs="4"``, ``shard="2/4"``) or Python values
+    (``jobs=4``); each is read by its field's validator, so the CLI and
+    :func:`~atlante_eval.run.runner.run_eval` refuse a bad value in the same words.
+
+    Raises:
+        DiagnosticError: every refused value, in the option's own terms
+            (``invalid-option``; ``invalid-trials`` for ``trials``), exit 2.
     """
-    if "trials" in raw:
-        raw["trials"] = parse_trials(raw["trials"])
-    if "shard" in raw:
-        raw["shard"] = parse_shard(raw["shard"])
-    for key in ("jobs", "alpha", "margin"):
-        if raw.get(key) is None:
-            raw.pop(key, None)
-    for key in ("scenarios", "pass_env"):
-        if raw.get(key) is None:
-            raw.pop(key, None)
-        elif key in raw:
-            raw[key] = tuple(raw[key])
-    problems = pass_env_problems(raw.get("pass_env", ()))
-    if problems:
-        raise DiagnosticError(problems)
     try:
-        options = RunOptions(**raw)
+        return RunOptions(**{name: value for name, value in given.items() if value is not None})
     except ValidationError as exc:
-        raise DiagnosticError(
-            [_option_error(detail) for detail in exc.errors(include_url=False)]
-        ) from None
-    problems = adaptive_problems(options) + balance_problems(options)
-    if problems:
-        raise DiagnosticError(problems)
-    return options
+        raise DiagnosticError(_diagnostics(exc)) from None
+
+
+def options_from_keywords(keywords: Mapping[str, object]) -> RunOptions:
+    """:func:`run_options` of a call's keyword arguments: those named like a field.
+
+    ``run_eval`` passes its ``locals()``, so each of its option keywords reaches its
+    field without being spelled a second time.
+    """
+    fields = RunOptions.model_fields
+    return run_options(**{name: value for name, value in keywords.items() if name in fields})
+
+
+def _diagnostics(exc: ValidationError) -> list[Diagnostic]:
+    """The diagnostics of a refused :class:`RunOptions`: the validators' own, else pydantic's."""
+    found: list[Diagnostic] = []
+    for detail in exc.errors(include_url=False):
+        cause = (detail.get("ctx") or {}).get("error")
+        if isinstance(cause, _Refused):
+            found.extend(cause.diagnostics)
+        else:
+            found.append(_option_error(detail))
+    return found
 
 
 def adaptive_problems(options: RunOptions) -> list[Diagnostic]:
@@ -272,7 +408,8 @@ def balance_problems(options: RunOptions) -> list[Diagnostic]:
     return found
 
 
-#: The command-line flag of each option field, for messages in the option's own terms.
+#: The ``run`` flag of each option field, for messages in the option's own terms
+#: (``tests/test_runner_options.py`` checks it names every field and every flag).
 OPTION_FLAGS: dict[str, str] = {
     "scenarios": "--scenario",
     "trials": "--trials",
@@ -293,27 +430,15 @@ OPTION_FLAGS: dict[str, str] = {
     "max_cost": "--max-cost",
     "alpha": "--alpha",
     "margin": "--margin",
-}
-
-
-#: Integer bounds of the numeric options (``None``: unbounded).
-_BOUNDS: dict[str, tuple[int, int | None]] = {
-    "trials": (1, 50),
-    "min_trials": (1, 50),
-    "max_trials": (1, 50),
-    "jobs": (1, None),
-    "retry_infra": (0, MAX_RETRY_INFRA),
+    "html": "--no-html",
+    "isolation": "--isolation",
 }
 
 
 def _option_error(detail: Any) -> Diagnostic:
-    """Say a pydantic error about a field in terms of its flag (``--retry-infra must be 0..10``)."""
+    """Say a pydantic error about a field in terms of its flag (``--keep: Input should be...``)."""
     loc = detail.get("loc") or ()
     field = str(loc[0]) if loc else ""
     flag = OPTION_FLAGS.get(field, field)
     got = detail.get("input")
-    if field in _BOUNDS:
-        low, high = _BOUNDS[field]
-        wanted = f"{low}..{high}" if high is not None else f"an integer >= {low}"
-        return error("invalid-option", f"{flag} must be {wanted}, got {got!r}")
     return error("invalid-option", f"{flag}: {detail.get('msg', 'invalid value')}, got {got!r}")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,7 @@ from .._version import __version__
 from ..checks import CheckContext, run_checks
 from ..choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error
-from ..hosts.base import SessionEnd, SessionUsage, TrialContext, model_endpoints
-from ..isolation.preflight import preflight_isolation
+from ..hosts.base import SessionEnd, SessionUsage, TrialContext
 from ..isolation.trial import IsolationSettings
 from ..project import CommandCheck, Plan, PlannedTrial, Scenario, Suite, load_suite, resolve_budget
 from ..report import (
@@ -54,7 +53,8 @@ from ..report import (
     utc_timestamp,
 )
 from ..run.engine import Engine, EngineOptions
-from ..run.lifecycle import cleanup_warning, run_lifecycle
+from ..run.isolate import isolation_mode, resolve_isolation
+from ..run.lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from ..run.summary import scenario_result
 from ..transcript import ErrorEntry, ResultEntry, SessionStartEntry, ToolCallEntry, TranscriptEntry
 from .findings import (
@@ -65,6 +65,7 @@ from .findings import (
     Role,
     ScenarioSelftest,
     SelftestResult,
+    SolutionSearch,
     analyse,
     describe_check,
     find_solutions,
@@ -438,77 +439,103 @@ async def run_selftest(
             written (exit 3) or ``os`` isolation is unavailable (3).
     """
     job_count, solutions_dir = _check_options(jobs, solutions)
-    if isolation not in (None, "none", "os"):
-        raise DiagnosticError(
-            [error("invalid-option", f"--isolation must be none or os, got {isolation}")]
-        )
+    mode = isolation_mode(isolation)
     suite = load_suite(path, scenario_filter=list(scenarios))
-    assert suite.native is not None
-    bwrap = await preflight_isolation(isolation or suite.project.eval.isolation)
     found = find_solutions(suite, solutions_dir)
     plan, roles = _plan(suite, found.found)
     host = SelftestHost(roles)
-    meta = Meta(
+    settings = await resolve_isolation(mode, suite.project.eval, host)
+    trials = _Trials(plan, roles, on_trial)
+    async with run_lifecycle(
+        project_root=suite.project.root,
+        out=Path(out) if out is not None else None,
+        meta=_meta(suite, plan, jobs=job_count, isolated=settings is not None),
+        keep=keep,
+        results=trials.scenario_results,
+        partial=False,  # a selftest that did not finish has nothing to judge
+    ) as run:
+        engine = _engine(suite, host, trials, run, jobs=job_count, keep=keep, isolation=settings)
+        await engine.run()
+    return _judged(run, suite, trials, found)
+
+
+@dataclass
+class _Trials:
+    """The selftest's trials as they finish: each result by plan position."""
+
+    plan: Plan
+    roles: Mapping[tuple[str, int], Role]
+    on_trial: TrialCallback | None
+    results: dict[int, TrialResult] = field(default_factory=dict)
+
+    async def record(self, planned: PlannedTrial, result: TrialResult) -> None:
+        """Keep a finished trial's result and tell the caller which agent it was."""
+        self.results[planned.position] = result
+        role = self.roles.get((planned.scenario.name, planned.index))
+        agent: AgentName = role.agent if role is not None else "null"
+        await _notify(self.on_trial, planned.scenario.name, agent, result)
+
+    def scenario_results(self, _stopped: bool) -> dict[str, ScenarioResult]:
+        """Every scenario's result (a selftest's report is only published complete)."""
+        by_name: dict[str, list[TrialResult]] = {}
+        for planned in self.plan.trials:
+            by_name.setdefault(planned.scenario.name, []).append(self.results[planned.position])
+        return {s.name: scenario_result(s, by_name[s.name]) for s in self.plan.scenarios}
+
+
+def _meta(suite: Suite, plan: Plan, *, jobs: int, isolated: bool) -> Meta:
+    """The selftest report's metadata before it starts (the lifecycle adds the end)."""
+    assert suite.native is not None
+    return Meta(
         atlante=__version__,
-        host=host.name,
+        host=SELFTEST_HOST,
         model="none",
         model_version="none",
         config=plan.config,
-        host_version=host.version,
+        host_version=SelftestHost.version,
         started_at=utc_timestamp(),
-        jobs=job_count,
+        jobs=jobs,
         manifest_digest=suite.native.digest,
-        isolation="os" if bwrap is not None else None,
+        isolation="os" if isolated else None,
     )
-    results: dict[int, TrialResult] = {}
 
-    async def record(planned: PlannedTrial, result: TrialResult) -> None:
-        results[planned.position] = result
-        role = roles.get((planned.scenario.name, planned.index))
-        agent: AgentName = role.agent if role is not None else "null"
-        await _notify(on_trial, planned.scenario.name, agent, result)
+
+def _engine(
+    suite: Suite,
+    host: SelftestHost,
+    trials: _Trials,
+    run: ActiveRun,
+    *,
+    jobs: int,
+    keep: bool,
+    isolation: IsolationSettings | None,
+) -> Engine:
+    """The engine running each trial's stand-in agent in the run's root."""
+    assert suite.native is not None
 
     async def ignore(_event: ProgressEvent) -> None:
         return None
 
-    def scenario_results(_stopped: bool) -> dict[str, ScenarioResult]:
-        by_name: dict[str, list[TrialResult]] = {}
-        for planned in plan.trials:
-            by_name.setdefault(planned.scenario.name, []).append(results[planned.position])
-        return {s.name: scenario_result(s, by_name[s.name]) for s in plan.scenarios}
+    return Engine(
+        plan=trials.plan,
+        host=host,
+        native=suite.native,
+        run_root=run.run_root,
+        options=EngineOptions(jobs=jobs, keep=keep, run_files=run.files, isolation=isolation),
+        emit=ignore,
+        on_trial=trials.record,
+        cleanup_failures=run.cleanup_failures,
+    )
 
-    async with run_lifecycle(
-        project_root=suite.project.root,
-        out=Path(out) if out is not None else None,
-        meta=meta,
-        keep=keep,
-        results=scenario_results,
-        partial=False,  # a selftest that did not finish has nothing to judge
-    ) as run:
-        engine = Engine(
-            plan=plan,
-            host=host,
-            native=suite.native,
-            run_root=run.run_root,
-            options=EngineOptions(
-                jobs=job_count,
-                keep=keep,
-                run_files=run.files,
-                isolation=IsolationSettings.build(
-                    bwrap, model_endpoints(host), suite.project.eval.network.allow
-                )
-                if bwrap is not None
-                else None,
-            ),
-            emit=ignore,
-            on_trial=record,
-            cleanup_failures=run.cleanup_failures,
-        )
-        await engine.run()
+
+def _judged(
+    run: ActiveRun, suite: Suite, trials: _Trials, found: SolutionSearch
+) -> SelftestOutcome:
+    """Analyse the published report's trials; publish the analysis as ``selftest.json``."""
     report, report_path = run.report, run.report_path
     assert report is not None
     assert report_path is not None
-    judged, diagnostics = analyse(plan, results, found, roles)
+    judged, diagnostics = analyse(trials.plan, trials.results, found, trials.roles)
     failed = any(d.severity == "error" for d in diagnostics)
     result = SelftestResult(
         ok=not failed,

@@ -1,0 +1,395 @@
+"""Prepare a run: every step before its directory is reserved.
+
+:func:`prepare_run` loads and validates the suite, selects the scenarios
+(``--last-failed``), fits the jobs to the descriptor limit, resolves the budget
+(raised for ``--until-decided``), readies the host and the isolation (the
+preflight runs before the host is probed), plans the trials, snapshots the
+project's inputs into fingerprints, and picks the positions this run owns
+(``--shard``) and those it reuses (``--resume``). Every warning found on the
+way is sent to the progress callback as it is found. Nothing is written: a
+problem here raises :class:`~atlante_eval.diagnostics.DiagnosticError` before
+any run directory exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..choices import SELFTEST_HOST
+from ..diagnostics import Diagnostic, DiagnosticError, error, warning
+from ..hosts import Host, HostError, create_host
+from ..isolation.trial import IsolationSettings
+from ..project import (
+    Plan,
+    ProjectWatch,
+    Scenario,
+    Suite,
+    budget_skips,
+    definition_digest,
+    load_suite,
+    make_plan,
+    model_diagnostics,
+    plan_digest,
+    resolve_budget,
+    scenario_fingerprint,
+    watch_run_inputs,
+)
+from ..report import (
+    DiagnosticNotice,
+    MetaConfig,
+    ProgressEvent,
+    RunReport,
+    TrialResult,
+    load_report,
+    report_base,
+)
+from .balance import ShardSplit, shard_split
+from .engine import call_sink
+from .isolate import resolve_isolation
+from .journal import read_journal
+from .limits import DESCRIPTORS_PER_JOB, jobs_for_descriptors, raise_nofile_limit
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from .adaptive import AdaptiveDriver, AdaptiveSettings
+
+__all__ = ["PreparedRun", "ProgressCallback", "announce", "prepare_run"]
+
+#: Called (sync or async) with each progress event.
+ProgressCallback = Callable[[ProgressEvent], object]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRun:
+    """A run ready to start: everything decided before its directory is reserved."""
+
+    suite: Suite
+    options: RunOptions
+    """The options, ``jobs`` fitted to the descriptor limit."""
+    host: Host
+    """The probed host."""
+    isolation: IsolationSettings | None
+    """``--isolation os`` once the preflight passed; ``None`` for ``none``."""
+    plan: Plan
+    watch: ProjectWatch
+    """The project's inputs, snapshotted: a trial whose inputs change is refused."""
+    fingerprints: Mapping[str, str]
+    """Each scenario's fingerprint (what ``--resume`` matches)."""
+    definitions: Mapping[str, str]
+    """Each scenario's definition digest (what ``compare`` matches)."""
+    digest: str
+    """The plan's digest."""
+    split: ShardSplit | None
+    """The ``--shard`` split (``None``: the whole plan)."""
+    positions: list[int]
+    """The plan positions this run owns (``--shard``)."""
+    reused: Mapping[int, TrialResult]
+    """The positions ``--resume`` reuses, with their earlier results."""
+    driver: AdaptiveDriver | None
+    """The adaptive driver of an ``--until-decided`` run."""
+    notices: list[Diagnostic]
+    """The warnings found so far (announced already); the run adds its late ones."""
+
+    @property
+    def pending(self) -> list[int]:
+        """The owned positions that still need a trial."""
+        return [p for p in self.positions if p not in self.reused]
+
+
+async def prepare_run(
+    path: Path | str | None,
+    options: RunOptions,
+    *,
+    host: Host | None,
+    on_event: ProgressCallback | None,
+) -> PreparedRun:
+    """Every step before the run directory, announcing each warning as it is found.
+
+    Raises:
+        DiagnosticError: validation (exit 2), or a host or isolation that cannot
+            work here (exit 3).
+    """
+    suite = load_suite(path, scenario_filter=list(options.scenarios))
+    selected, notices = _selection(suite, options)
+    options = _fit_jobs(options, notices)
+    await announce(on_event, notices)
+    model = suite.project.eval.model
+    budget, settings = await _budget(suite, options)
+    ready_host, isolation = await _ready_host(host, suite, options)
+    notices.extend(await announce(on_event, _model_notes(ready_host, model)))
+    plan = make_plan(selected, budget)
+    watch = watch_run_inputs(suite.project.root, plan.scenarios, suite.native)
+    fingerprints, definitions = await anyio.to_thread.run_sync(
+        _fingerprints, plan, suite, ready_host, model, watch
+    )
+    split, positions, reused = await _owned(plan, options, fingerprints, on_event, notices)
+    driver = _driver(settings, plan, definitions)
+    notices.extend(await announce(on_event, driver.notices() if driver is not None else []))
+    await announce(on_event, _budget_notes(plan, positions, reused, adaptive=driver is not None))
+    return PreparedRun(
+        suite=suite,
+        options=options,
+        host=ready_host,
+        isolation=isolation,
+        plan=plan,
+        watch=watch,
+        fingerprints=fingerprints,
+        definitions=definitions,
+        digest=plan_digest(plan, fingerprints),
+        split=split,
+        positions=positions,
+        reused=reused,
+        driver=driver,
+        notices=notices,
+    )
+
+
+def _selection(suite: Suite, options: RunOptions) -> tuple[tuple[Scenario, ...], list[Diagnostic]]:
+    """The scenarios to run (``--last-failed`` applied) and the warnings found so far."""
+    notices = list(suite.warnings)
+    if not options.last_failed:
+        return suite.scenarios, notices
+    selected, note = _last_failed(suite, options)
+    if note is not None:
+        notices.append(note)
+    return selected, notices
+
+
+def _last_failed(
+    suite: Suite, options: RunOptions
+) -> tuple[tuple[Scenario, ...], Diagnostic | None]:
+    """Scenarios that did not fully pass in the newest real run under the report base.
+
+    Selftest reports (``meta.host`` ``"selftest"``) are skipped: their null agent
+    always fails, so taking one would rerun the whole suite.
+    """
+    base = report_base(suite.project.root, options.out)
+    loaded: list[tuple[str, str, Path, RunReport]] = []
+    for candidate in sorted(base.glob("*/report.json")) if base.is_dir() else []:
+        try:
+            report = load_report(candidate)  # bounded: a FIFO or /dev/zero is skipped
+        except DiagnosticError:
+            continue
+        # Run ids have one-second resolution: order by the recorded start time first.
+        loaded.append((report.meta.started_at or "", candidate.parent.name, candidate, report))
+    skipped = 0
+    for _started, _name, candidate, previous in sorted(loaded, reverse=True):
+        if previous.meta.host == SELFTEST_HOST:
+            skipped += 1
+            continue
+        failed = {
+            name
+            for name, result in previous.scenarios.items()
+            if any(t.verdict != "pass" for t in result.trials)
+        }
+        chosen = tuple(s for s in suite.scenarios if s.name in failed)
+        names = ", ".join(s.name for s in chosen) or "none"
+        note = warning(
+            "last-failed",
+            f"--last-failed: took run {previous.run_id} ({candidate}); "
+            f"{len(chosen)} scenario(s) did not fully pass there: {names}"
+            + (f" ({_skipped(skipped)})" if skipped else ""),
+            source=str(candidate),
+        )
+        return chosen, note
+    note = warning(
+        "last-failed",
+        "--last-failed: no earlier run found"
+        + (f" ({_skipped(skipped)})" if skipped else "")
+        + "; running every selected scenario",
+        source=str(base),
+    )
+    return suite.scenarios, note
+
+
+def _skipped(count: int) -> str:
+    return f"skipped {count} newer selftest report{'s' if count != 1 else ''}"
+
+
+def _fit_jobs(options: RunOptions, notices: list[Diagnostic]) -> RunOptions:
+    """Raise the descriptor limit; run fewer jobs when it is still too low, noting why."""
+    limit = raise_nofile_limit()
+    jobs = jobs_for_descriptors(options.jobs, limit)
+    if jobs >= options.jobs:
+        return options
+    note = warning(
+        "jobs-limited",
+        f"--jobs {options.jobs} needs about {options.jobs * DESCRIPTORS_PER_JOB} open files, "
+        f"but only {limit} are allowed (ulimit -n): running {jobs} jobs at once",
+        next="raise the hard limit (ulimit -Hn, or LimitNOFILE= in a service) or lower --jobs",
+    )
+    notices.append(note)
+    return options.model_copy(update={"jobs": jobs})
+
+
+async def _budget(suite: Suite, options: RunOptions) -> tuple[MetaConfig, AdaptiveSettings | None]:
+    """The run's budget, raised to ``--until-decided``'s most trials when that is on."""
+    budget = resolve_budget(suite.project.eval.budget, trials=options.trials)
+    if not options.until_decided:
+        return budget, None
+    # Only an adaptive run needs the driver (and comparison, the sequential design with it).
+    from .adaptive import settings_from_options
+
+    settings = await anyio.to_thread.run_sync(settings_from_options, options, budget.trials)
+    trials = max(settings.max_trials, budget.trials)
+    return budget.model_copy(update={"trials": trials}), settings
+
+
+async def _ready_host(
+    host: Host | None, suite: Suite, options: RunOptions
+) -> tuple[Host, IsolationSettings | None]:
+    """The run's host (the given one, or the configured built-in), probed and checked.
+
+    First its isolation: under ``os`` the preflight runs before the host is probed.
+    """
+    chosen = host if host is not None else create_host(suite.project.eval.host)
+    isolation = await resolve_isolation(options.isolation, suite.project.eval, chosen)
+    await chosen.probe()
+    _check_pass_env(chosen, options.pass_env)
+    return chosen, isolation
+
+
+def _check_pass_env(host: Host, names: Sequence[str]) -> None:
+    """Refuse, before any trial, ``--pass-env`` names the host would refuse per trial."""
+    if not names:
+        return
+    try:
+        host.check_pass_env(list(names))
+    except HostError as exc:
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    str(exc),
+                    next="remove that --pass-env name; see docs/hosts.md for the supported ones",
+                )
+            ]
+        ) from None
+
+
+def _model_notes(host: Host, model: str | None) -> list[Diagnostic]:
+    """Warnings about ``eval.model`` for this host.
+
+    Raises:
+        DiagnosticError: the model cannot work with this host (exit 2).
+    """
+    notes = model_diagnostics(host.name, model, getattr(host, "dialect", None))
+    if any(d.severity == "error" for d in notes):
+        raise DiagnosticError(notes)
+    return notes
+
+
+def _fingerprints(
+    plan: Plan, suite: Suite, host: Host, model: str | None, watch: ProjectWatch
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Snapshot the project's inputs; each scenario's fingerprint and definition digest.
+
+    The fingerprint (for --resume) and the definition digest (for compare) reuse the
+    snapshot's file digests: each fixture file is read once.
+    """
+    assert suite.native is not None
+    watch.snapshot()
+    timeouts = {t.scenario.name: t.timeout_ms for t in plan.trials}
+    definitions = {
+        scenario.name: definition_digest(scenario, fixture=watch.tree_digest(scenario.fixture_path))
+        for scenario in plan.scenarios
+    }
+    fingerprints = {
+        scenario.name: scenario_fingerprint(
+            scenario,
+            manifest_digest=suite.native.digest,
+            host=host.name,
+            host_version=host.version,
+            model=model,
+            timeout_ms=timeouts.get(scenario.name, plan.config.timeout_ms),
+            max_tokens=plan.config.max_tokens,
+            definition=definitions[scenario.name],
+        )
+        for scenario in plan.scenarios
+    }
+    return fingerprints, definitions
+
+
+def _positions(
+    plan: Plan, options: RunOptions, fingerprints: Mapping[str, str], split: ShardSplit | None
+) -> tuple[list[int], dict[int, TrialResult]]:
+    """The plan positions this run owns (``--shard``) and those ``--resume`` reuses."""
+    positions = [t.position for t in plan.trials] if split is None else list(split.positions)
+    if options.resume is None:
+        return positions, {}
+    return positions, _reusable(options.resume, plan, fingerprints, positions)
+
+
+async def _owned(
+    plan: Plan,
+    options: RunOptions,
+    fingerprints: Mapping[str, str],
+    on_event: ProgressCallback | None,
+    notices: list[Diagnostic],
+) -> tuple[ShardSplit | None, list[int], dict[int, TrialResult]]:
+    """The shard's split (announcing its warnings), its positions and the reused trials."""
+    split = await anyio.to_thread.run_sync(shard_split, plan, options)
+    notices.extend(await announce(on_event, split.notices if split is not None else ()))
+    return split, *_positions(plan, options, fingerprints, split)
+
+
+def _reusable(
+    run_dir: Path, plan: Plan, fingerprints: Mapping[str, str], positions: list[int]
+) -> dict[int, TrialResult]:
+    """Trials of an earlier run that may stand: same fingerprint, a real verdict."""
+    entries = {(e.scenario, e.index): e for e in read_journal(run_dir)}
+    reused: dict[int, TrialResult] = {}
+    for position in positions:
+        planned = plan.trials[position]
+        entry = entries.get((planned.scenario.name, planned.index))
+        if entry is None or entry.fingerprint != fingerprints[planned.scenario.name]:
+            continue
+        if entry.result.verdict in ("infra-error", "skipped-budget"):
+            continue
+        reused[position] = entry.result.model_copy(update={"reused": True})
+    return reused
+
+
+def _driver(
+    settings: AdaptiveSettings | None, plan: Plan, definitions: Mapping[str, str]
+) -> AdaptiveDriver | None:
+    """The adaptive driver of an ``--until-decided`` run (imported only then)."""
+    if settings is None:
+        return None
+    from .adaptive import AdaptiveDriver
+
+    return AdaptiveDriver(settings, plan.scenarios, definitions)
+
+
+def _budget_notes(
+    plan: Plan, positions: list[int], reused: Mapping[int, TrialResult], *, adaptive: bool
+) -> list[Diagnostic]:
+    """The maxSessions warning when the plan asks for more sessions than it allows."""
+    skips = 0 if adaptive else budget_skips(plan, positions, reused)
+    return [_budget_warning(plan, len(positions), skips)] if skips else []
+
+
+def _budget_warning(plan: Plan, planned: int, skips: int) -> Diagnostic:
+    """``eval-sessions-exceed-budget``: how many trials maxSessions will skip."""
+    limit = plan.config.max_sessions
+    return warning(
+        "eval-sessions-exceed-budget",
+        f"{skips} of {planned} trial(s) will be skipped-budget: the plan needs "
+        f"{len(plan.trials)} host sessions and eval.budget.maxSessions allows {limit}",
+        next=f"raise eval.budget.maxSessions to {len(plan.trials)}, "
+        "or run fewer trials (--trials, --scenario)",
+    )
+
+
+async def announce(
+    on_event: ProgressCallback | None, notes: Sequence[Diagnostic]
+) -> Sequence[Diagnostic]:
+    """Send each diagnostic to the progress callback as a notice; return them."""
+    for note in notes:
+        await call_sink(on_event, DiagnosticNotice(note))
+    return notes

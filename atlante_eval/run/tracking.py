@@ -1,0 +1,137 @@
+"""Track a run's trials as they finish: journal them, announce scenarios, assemble results.
+
+:class:`RunProgress` is what the engine reports each trial to: it records the
+result (and journals it for ``--resume``), and turns trial events into scenario
+events for the progress callback. :func:`scenario_results` assembles the
+report's scenarios from it, a trial that never finished counting as an
+infra-error with whatever activity its transcript recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import anyio
+
+from ..project import Plan, PlannedTrial, Scenario
+from ..report import (
+    ProgressEvent,
+    RunFiles,
+    ScenarioFinished,
+    ScenarioResult,
+    ScenarioStarted,
+    TrialFinished,
+    TrialResult,
+    TrialStarted,
+)
+from ..transcript import recorded_activity
+from .engine import call_sink
+from .journal import Journal
+from .prepare import ProgressCallback
+from .summary import scenario_result
+
+__all__ = ["RunProgress", "scenario_results"]
+
+
+@dataclass
+class RunProgress:
+    """Records finished trials (in the journal too) and turns them into scenario events."""
+
+    plan: Plan
+    positions: list[int]
+    sink: ProgressCallback | None
+    fingerprints: Mapping[str, str]
+    definitions: Mapping[str, str]
+    journal: Journal | None = None
+    run_files: RunFiles | None = None
+    """The run directory, once reserved (transcripts of unfinished trials are found there)."""
+    announce: bool = True
+    """Announce a scenario when its last planned trial ends (adaptive runs announce it)."""
+    done: dict[str, int] = field(default_factory=dict)
+    started: set[str] = field(default_factory=set)
+    results: dict[int, TrialResult] = field(default_factory=dict)
+
+    def expected(self, name: str) -> int:
+        return sum(1 for p in self.positions if self.plan.trials[p].scenario.name == name)
+
+    async def emit(self, event: ProgressEvent) -> None:
+        if isinstance(event, TrialStarted):
+            await self._scenario_started(event.scenario)
+        await call_sink(self.sink, event)
+
+    async def _scenario_started(self, name: str) -> None:
+        if name not in self.started:
+            self.started.add(name)
+            await call_sink(self.sink, ScenarioStarted(name))
+
+    async def trial_done(self, planned: PlannedTrial, result: TrialResult) -> None:
+        self.results[planned.position] = result
+        name = planned.scenario.name
+        if self.journal is not None:
+            await anyio.to_thread.run_sync(
+                self.journal.record, name, planned.index, self.fingerprints.get(name), result
+            )
+        await self._scenario_started(name)
+        self.done[name] = self.done.get(name, 0) + 1
+        await call_sink(self.sink, TrialFinished(name, planned.index, result))
+        if self.announce and self.done[name] == self.expected(name):
+            await self.scenario_finished(planned.scenario)
+
+    async def scenario_finished(self, scenario: Scenario) -> None:
+        """Emit ScenarioFinished with the scenario's trials so far."""
+        name = scenario.name
+        trials = [
+            self.results[p]
+            for p in self.positions
+            if self.plan.trials[p].scenario.name == name and p in self.results
+        ]
+        await call_sink(
+            self.sink,
+            ScenarioFinished(
+                name,
+                scenario_result(
+                    scenario,
+                    trials,
+                    fingerprint=self.fingerprints.get(name),
+                    definition=self.definitions.get(name),
+                ),
+            ),
+        )
+
+
+def scenario_results(
+    plan: Plan, progress: RunProgress, *, interrupted: bool, run_files: RunFiles | None = None
+) -> dict[str, ScenarioResult]:
+    """Every scenario's result; a planned trial that did not finish is an infra-error."""
+    by_name: dict[str, list[TrialResult]] = {}
+    for position in progress.positions:
+        planned = plan.trials[position]
+        result = progress.results.get(position)
+        if result is None:
+            recorded = (
+                recorded_activity(run_files, planned.scenario.name, planned.index)
+                if run_files is not None
+                else None
+            )
+            result = TrialResult(
+                i=planned.index,
+                verdict="infra-error",
+                duration_ms=0,
+                error="the run was interrupted before this trial finished"
+                if interrupted
+                else "the run stopped before this trial finished",
+                transcript=recorded[0] if recorded else None,
+                activity=recorded[1] if recorded else None,
+            )
+        by_name.setdefault(planned.scenario.name, []).append(result)
+    return {
+        scenario.name: scenario_result(
+            scenario,
+            by_name[scenario.name],
+            fingerprint=progress.fingerprints.get(scenario.name),
+            definition=progress.definitions.get(scenario.name),
+        )
+        for scenario in plan.scenarios
+        if scenario.name in by_name
+    }
