@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from atlante_eval.report.compare import fixed_trials
+from atlante_eval.stats.planning import fixed_trials
 from atlante_eval.stats.sequential import SequentialDesign, assess, look_schedule
 from atlante_eval.stats.simulation import fixed_power, fixed_trials_for_power, simulate
 

@@ -11,7 +11,7 @@ See docs/statistics.md for every formula and rule.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from ..choices import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn
@@ -22,11 +22,10 @@ from ..stats import (
     benjamini_hochberg_adjust,
     compare_proportions,
     holm_adjust,
-    newcombe_difference_interval,
-    trials_needed,
     verdict,
     wilson_interval,
 )
+from ..stats.planning import PLANNING_POWER, planned_trials
 from .models import OutputModel, RunReport, ScenarioResult
 from .results import statistics_of
 
@@ -43,15 +42,11 @@ __all__ = [
     "RunInfo",
     "Side",
     "compare_reports",
-    "fixed_trials",
     "gate_fails",
 ]
 
 #: Version of the ``compare --json`` document shape.
 COMPARE_FORMAT_VERSION = 1
-#: Power assumed when estimating the trials an inconclusive comparison needs.
-PLANNING_POWER = 0.8
-_SEARCH_CAP = 1_000_000
 
 
 class Side(OutputModel):
@@ -224,25 +219,9 @@ def compare_reports(
         raise ValueError(f"margin must be in (0, 1], got {margin}")
     confidence = 1.0 - alpha
     common = sorted(set(base.scenarios) & set(head.scenarios))
-    # Keyed by scenario name; None is the pooled overall comparison.
-    pairs: dict[str | None, tuple[Side, Side]] = {
-        name: (_side(base.scenarios[name], confidence), _side(head.scenarios[name], confidence))
-        for name in common
-    }
-    if common:
-        pairs[None] = (
-            _pool([b for b, _ in pairs.values()], confidence),
-            _pool([h for _, h in pairs.values()], confidence),
-        )
+    pairs = _pairs(base, head, common, confidence)
     raw = {key: _raw(b, h, confidence) for key, (b, h) in pairs.items()}
-    # The family of tests adjusted together: each common scenario with graded trials on
-    # both sides, and the pooled overall test when it is not just the one scenario's.
-    family = [key for key, (b, h) in pairs.items() if b.graded and h.graded]
-    if len(common) < 2 and None in family:
-        family.remove(None)
-    adjusted = dict(zip(family, _adjust([raw[k].p_value for k in family], adjust), strict=True))
-    if len(common) == 1 and common[0] in adjusted:
-        adjusted[None] = adjusted[common[0]]
+    family, adjusted = _family(pairs, raw, common, adjust)
     change_alpha = alpha / len(family) if adjust != "none" and len(family) > 1 else alpha
     decided = {
         key: _decide(
@@ -259,11 +238,6 @@ def compare_reports(
     scenarios = {name: comparison for name, comparison in decided.items() if name is not None}
     added = sorted(set(head.scenarios) - set(base.scenarios))
     removed = sorted(set(base.scenarios) - set(head.scenarios))
-    counts = dict.fromkeys(("improved", "regressed", "unchanged", "inconclusive"), 0)
-    for comparison in scenarios.values():
-        counts[comparison.verdict] += 1
-    counts["added"] = len(added)
-    counts["removed"] = len(removed)
     digests = (base.meta.manifest_digest, head.meta.manifest_digest)
     return CompareResult(
         format_version=COMPARE_FORMAT_VERSION,
@@ -283,9 +257,60 @@ def compare_reports(
         overall=overall,
         added={name: _side(head.scenarios[name], confidence) for name in added},
         removed={name: _side(base.scenarios[name], confidence) for name in removed},
-        counts=counts,
+        counts=_counts(scenarios, added=len(added), removed=len(removed)),
         warnings=_warnings(base, head, common) + _adaptive_note(base, head, scenarios),
     )
+
+
+#: A comparison's key: a scenario's name, or ``None`` for the pooled overall comparison.
+_Key = str | None
+
+
+def _pairs(
+    base: RunReport, head: RunReport, common: Sequence[str], confidence: float
+) -> dict[_Key, tuple[Side, Side]]:
+    """BASE's and HEAD's side of each common scenario, and pooled over them (key ``None``)."""
+    pairs: dict[_Key, tuple[Side, Side]] = {
+        name: (_side(base.scenarios[name], confidence), _side(head.scenarios[name], confidence))
+        for name in common
+    }
+    if common:
+        pairs[None] = (
+            _pool([b for b, _ in pairs.values()], confidence),
+            _pool([h for _, h in pairs.values()], confidence),
+        )
+    return pairs
+
+
+def _family(
+    pairs: Mapping[_Key, tuple[Side, Side]],
+    raw: Mapping[_Key, ProportionComparison],
+    common: Sequence[str],
+    adjust: Adjust,
+) -> tuple[list[_Key], dict[_Key, float]]:
+    """The tests adjusted together, and their adjusted p-values.
+
+    The family is each common scenario with graded trials on both sides, and the
+    pooled overall test when it is not just the one scenario's (then the overall
+    takes that scenario's adjusted p-value).
+    """
+    family = [key for key, (b, h) in pairs.items() if b.graded and h.graded]
+    if len(common) < 2 and None in family:
+        family.remove(None)
+    adjusted = dict(zip(family, _adjust([raw[k].p_value for k in family], adjust), strict=True))
+    if len(common) == 1 and common[0] in adjusted:
+        adjusted[None] = adjusted[common[0]]
+    return family, adjusted
+
+
+def _counts(scenarios: Mapping[str, Comparison], *, added: int, removed: int) -> dict[str, int]:
+    """Scenarios per verdict, plus ``added`` and ``removed``."""
+    counts = dict.fromkeys(("improved", "regressed", "unchanged", "inconclusive"), 0)
+    for comparison in scenarios.values():
+        counts[comparison.verdict] += 1
+    counts["added"] = added
+    counts["removed"] = removed
+    return counts
 
 
 def _decide(
@@ -401,7 +426,7 @@ def _trials_needed(
     """
     if not base.graded or not head.graded:
         return None
-    return _planned(
+    return planned_trials(
         comparison,
         alpha=alpha,
         change_alpha=change_alpha,
@@ -409,86 +434,6 @@ def _trials_needed(
         change=abs(comparison.difference) >= margin,
         start=max(base.graded, head.graded) + 1,
     )
-
-
-def fixed_trials(
-    base_passed: int,
-    base_graded: int,
-    passed: int,
-    graded: int,
-    *,
-    change: bool,
-    alpha: float = DEFAULT_ALPHA,
-    margin: float = DEFAULT_MARGIN,
-    family: int = 1,
-) -> int | None:
-    """Graded trials per side a fixed-count run needs to reach a decision at these rates.
-
-    The planning of ``trialsNeeded`` for a change (``change``: improved or regressed,
-    at ``alpha / family``) or for ruling one out (unchanged, at ``alpha``), floored at
-    the smallest count from 1 at which the observed rates meet the interval part of
-    the rule. An adaptive run reports it as the fixed-count run that would reach the
-    same decisions. None when a side has no graded trial, or past the search cap.
-    """
-    if not base_graded or not graded:
-        return None
-    comparison = compare_proportions(base_passed, base_graded, passed, graded)
-    return _planned(
-        comparison,
-        alpha=alpha,
-        change_alpha=alpha / family if family > 1 else alpha,
-        margin=margin,
-        change=change,
-        start=1,
-    )
-
-
-def _planned(
-    comparison: ProportionComparison,
-    *,
-    alpha: float,
-    change_alpha: float,
-    margin: float,
-    change: bool,
-    start: int,
-) -> int | None:
-    p1, p2 = comparison.rate1, comparison.rate2
-    if change and p1 == p2:
-        return None
-    if change:
-        planned = trials_needed(p1, p2, alpha=change_alpha, power=PLANNING_POWER)
-    else:
-        centre = (p1 + p2) / 2
-        other = centre - margin if centre - margin >= 0.0 else centre + margin
-        planned = trials_needed(centre, min(1.0, other), alpha=alpha, power=PLANNING_POWER)
-
-    def decides(n: int) -> bool:
-        low, high = newcombe_difference_interval(
-            round(p1 * n), n, round(p2 * n), n, confidence=1 - (change_alpha if change else alpha)
-        )
-        return (low > 0.0 or high < 0.0) if change else (-margin < low and high < margin)
-
-    floor = _smallest(decides, start=start)
-    return max(planned or 0, floor) if floor is not None else planned
-
-
-def _smallest(decides: Callable[[int], bool], *, start: int) -> int | None:
-    """Smallest n >= start with ``decides(n)`` by doubling then bisection; None past the cap."""
-    high = start
-    while not decides(high):
-        if high >= _SEARCH_CAP:
-            return None
-        high = min(high * 2, _SEARCH_CAP)
-    low = max(start, high // 2)
-    if decides(low):
-        return low
-    while high - low > 1:
-        middle = (low + high) // 2
-        if decides(middle):
-            high = middle
-        else:
-            low = middle
-    return high
 
 
 def _run_info(report: RunReport, path: str) -> RunInfo:

@@ -36,7 +36,8 @@ from ..report import (
     report_path,
     statistics_of,
 )
-from ..report.compare import compare_reports, fixed_trials
+from ..report.compare import compare_reports
+from ..stats.planning import fixed_trials
 from ..stats.sequential import SequentialDesign, assess, look_schedule
 from .engine import Engine
 from .options import RunOptions

@@ -130,20 +130,7 @@ async def run_lifecycle(
         DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
             be reserved or the report cannot be published.
     """
-    report_dir = reserve_report_dir(
-        report_base(project_root, out),
-        new_run_id(),
-        project_root=project_root if out is None else None,
-    )
-    try:
-        files = RunFiles.open(report_dir.path, report_dir.identity)
-    except OSError as exc:
-        raise publish_error(report_dir.path, exc) from None
-    try:
-        run = ActiveRun(report_dir=report_dir, run_root=create_run_root(), files=files)
-    except BaseException:
-        files.close()
-        raise
+    run = _reserve(project_root, out)
     started = time.monotonic()
     failed = False
     try:
@@ -155,32 +142,71 @@ async def run_lifecycle(
     finally:
         with anyio.CancelScope(shield=True):
             if not keep:
-                left = await anyio.to_thread.run_sync(remove_tree, run.run_root)
-                if left is not None and not run.cleanup_failures:
-                    run.cleanup_failures.append(left)
+                await _remove_run_root(run)
             try:
                 if failed and not partial:
-                    # Nothing was published into the reserved directory: remove what trials
-                    # left, unless the path now leads somewhere else.
-                    with contextlib.suppress(OSError, PublishError):
-                        check_unchanged(run.run_dir, report_dir.identity, anchor=report_dir.anchor)
-                        remove_tree(run.run_dir / TRIALS_DIR)
-                        run.run_dir.rmdir()
+                    _discard(run)
                 else:
                     extra = dict(await finish()) if finish is not None else {}
                     ended = _ended(meta, run, started=started, keep=keep, extra=extra)
-                    run.report = finalize(
-                        RunReport(
-                            run_id=run.run_id, meta=ended, scenarios=dict(results(run.stopped))
-                        )
-                    )
-                    if decorate is not None:
-                        run.report = decorate(run.report)
-                    run.report_path = run.publish(REPORT_FILE, run.report.to_json().encode("utf-8"))
+                    _publish(run, ended, results, decorate)
                     if on_end is not None:
                         await on_end(run)
             finally:
-                files.close()
+                run.files.close()
+
+
+def _reserve(project_root: Path, out: Path | None) -> ActiveRun:
+    """Reserve the run directory (held open) and create the run root.
+
+    Raises:
+        DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
+            be reserved or opened.
+    """
+    report_dir = reserve_report_dir(
+        report_base(project_root, out),
+        new_run_id(),
+        project_root=project_root if out is None else None,
+    )
+    try:
+        files = RunFiles.open(report_dir.path, report_dir.identity)
+    except OSError as exc:
+        raise publish_error(report_dir.path, exc) from None
+    try:
+        return ActiveRun(report_dir=report_dir, run_root=create_run_root(), files=files)
+    except BaseException:
+        files.close()
+        raise
+
+
+async def _remove_run_root(run: ActiveRun) -> None:
+    """Remove the run root; a leftover is recorded unless the engine recorded one already."""
+    left = await anyio.to_thread.run_sync(remove_tree, run.run_root)
+    if left is not None and not run.cleanup_failures:
+        run.cleanup_failures.append(left)
+
+
+def _discard(run: ActiveRun) -> None:
+    """Remove a run directory nothing was published into, unless it now leads elsewhere."""
+    report_dir = run.report_dir
+    with contextlib.suppress(OSError, PublishError):
+        check_unchanged(run.run_dir, report_dir.identity, anchor=report_dir.anchor)
+        remove_tree(run.run_dir / TRIALS_DIR)
+        run.run_dir.rmdir()
+
+
+def _publish(
+    run: ActiveRun,
+    meta: Meta,
+    results: ScenarioResults,
+    decorate: Callable[[RunReport], RunReport] | None,
+) -> None:
+    """Assemble, finalize and publish ``report.json`` (``run.report``, ``run.report_path``)."""
+    scenarios = dict(results(run.stopped))
+    run.report = finalize(RunReport(run_id=run.run_id, meta=meta, scenarios=scenarios))
+    if decorate is not None:
+        run.report = decorate(run.report)
+    run.report_path = run.publish(REPORT_FILE, run.report.to_json().encode("utf-8"))
 
 
 def _ended(

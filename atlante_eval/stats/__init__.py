@@ -1,10 +1,10 @@
 """Statistics of pass/fail trials, with no knowledge of reports or runs.
 
 :mod:`.proportions`: pass rates, Wilson intervals, exact two-sample tests, pass@k
-and pass^k, multiplicity adjustments. :mod:`.sequential`: the adaptive design's
-looks and decisions; :mod:`.simulation` checks its error rates. Only
-:mod:`.proportions` is re-exported here: the sequential design loads with the
-first adaptive run.
+and pass^k, multiplicity adjustments. :mod:`.planning`: the trials per side a
+decision would likely need. :mod:`.sequential`: the adaptive design's looks and
+decisions; :mod:`.simulation` checks its error rates. Only :mod:`.proportions` is
+re-exported here: the others load with the first comparison or adaptive run.
 """
 
 from __future__ import annotations
