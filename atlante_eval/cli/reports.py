@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,7 +18,10 @@ from .._util.terminal import use_color
 from ..choices import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn
 from .app import app, guarded, print_diagnostics
 
-__all__ = ["compare", "junit", "merge"]
+if TYPE_CHECKING:
+    from ..report.compare import CompareResult
+
+__all__ = ["compare", "compare_command", "junit", "merge", "merge_command"]
 
 _REPORT_HELP = "a report.json, or the run directory that holds one"
 BaseArg = Annotated[
@@ -99,45 +103,67 @@ def compare(
     """
 
     def action() -> int:
-        from .._util.paths import display_path
-        from ..diagnostics import DiagnosticError, error
-        from ..report import check_output_paths, load_report, report_path
-        from ..report.compare import compare_reports, gate_fails
-        from ..views.compare_render import render_markdown, render_text
-        from ..views.formats import COMPARE_WRITERS
-
-        check_output_paths({"--markdown": markdown, "--html": html})
-        alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
-        margin_value = _fraction("--margin", margin, DEFAULT_MARGIN, allow_one=True)
-        if as_json and markdown == Path("-"):
-            raise DiagnosticError(
-                [error("invalid-option", "--json and --markdown - both want standard output")]
-            )
-        base_file, head_file = report_path(base), report_path(head)
-        result = compare_reports(
-            load_report(base_file),
-            load_report(head_file),
-            base_path=display_path(base_file),
-            head_path=display_path(head_file),
-            alpha=alpha_value,
-            margin=margin_value,
+        return compare_command(
+            base,
+            head,
+            as_json=as_json,
+            markdown=markdown,
+            html=html,
+            fail_on=fail_on,
+            alpha=alpha,
+            margin=margin,
             adjust=adjust,
         )
-        print_diagnostics(result.diagnostics())
-        if markdown is not None and markdown != Path("-"):
-            COMPARE_WRITERS["markdown"].write(result, markdown, option="--markdown")
-        if html is not None:
-            COMPARE_WRITERS["html"].write(result, html, option="--html")
-        if as_json:
-            sys.stdout.write(result.to_json())
-        elif markdown == Path("-"):
-            sys.stdout.write(render_markdown(result))
-        else:
-            typer.echo(render_text(result, color=use_color(sys.stdout)))
-        sys.stdout.flush()
-        return 1 if gate_fails(result, fail_on) else 0
 
     raise typer.Exit(guarded(action))
+
+
+def compare_command(
+    base: Path,
+    head: Path,
+    *,
+    as_json: bool,
+    markdown: Path | None,
+    html: Path | None,
+    fail_on: FailOn | None,
+    alpha: str | None,
+    margin: str | None,
+    adjust: Adjust,
+) -> int:
+    """Compare two reports, write and print the comparison; return the exit status."""
+    from ..diagnostics import DiagnosticError, error
+    from ..report import check_output_paths
+    from ..report.compare import compare_report_files, gate_fails
+    from ..views.formats import COMPARE_WRITERS
+
+    check_output_paths({"--markdown": markdown, "--html": html})
+    alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
+    margin_value = _fraction("--margin", margin, DEFAULT_MARGIN, allow_one=True)
+    if as_json and markdown == Path("-"):
+        raise DiagnosticError(
+            [error("invalid-option", "--json and --markdown - both want standard output")]
+        )
+    result = compare_report_files(base, head, alpha=alpha_value, margin=margin_value, adjust=adjust)
+    print_diagnostics(result.diagnostics())
+    if markdown is not None and markdown != Path("-"):
+        COMPARE_WRITERS["markdown"].write(result, markdown, option="--markdown")
+    if html is not None:
+        COMPARE_WRITERS["html"].write(result, html, option="--html")
+    _print_comparison(result, as_json=as_json, markdown=markdown == Path("-"))
+    return 1 if gate_fails(result, fail_on) else 0
+
+
+def _print_comparison(result: CompareResult, *, as_json: bool, markdown: bool) -> None:
+    """The comparison on stdout: JSON, Markdown, or the table."""
+    from ..views.compare_render import render_markdown, render_text
+
+    if as_json:
+        sys.stdout.write(result.to_json())
+    elif markdown:
+        sys.stdout.write(render_markdown(result))
+    else:
+        typer.echo(render_text(result, color=use_color(sys.stdout)))
+    sys.stdout.flush()
 
 
 @app.command()
@@ -224,47 +250,40 @@ def merge(
     """
 
     def action() -> int:
-        from .._util.paths import display_path
-        from ..diagnostics import DiagnosticError, error
-        from ..report import (
-            REPORT_FILE,
-            check_output_paths,
-            load_report,
-            report_path,
-            reserve_report_dir,
-        )
-        from ..report.merge import ShardReport, merge_reports
-        from ..views.progress import render_summary
-
-        if out is not None and output is not None:
-            raise DiagnosticError(
-                [error("invalid-option", "--out and --output are alternatives; pass one")]
-            )
-        check_output_paths({"--output": output}, {"--out": out})
-        shards = [ShardReport(display_path(report_path(p)), load_report(p)) for p in reports]
-        merged = merge_reports(shards)
-        if out is None and output is None:
-            sys.stdout.write(merged.to_json())
-            sys.stdout.flush()
-            return 0
-        if out is not None:
-            report_dir = reserve_report_dir(out, merged.run_id)
-            merged = merged.model_copy(update={"run_id": report_dir.run_id})
-            path = report_dir.publish(REPORT_FILE, merged.to_json().encode("utf-8"))
-        else:
-            assert output is not None
-            path = output
-            _write(path, merged.to_json().encode("utf-8"), what="merged report", replace=False)
-        if as_json:
-            typer.echo(f"merged {len(shards)} shard reports into {path}", err=True)
-            sys.stdout.write(merged.to_json())
-            sys.stdout.flush()
-            return 0
-        typer.echo(f"merged {len(shards)} shard reports")
-        typer.echo(render_summary(merged, path, color=use_color(sys.stdout)))
-        return 0
+        return merge_command(reports, out=out, output=output, as_json=as_json)
 
     raise typer.Exit(guarded(action))
+
+
+def merge_command(
+    reports: Sequence[Path], *, out: Path | None, output: Path | None, as_json: bool
+) -> int:
+    """Merge shard reports, publish or print the result; return the exit status."""
+    from ..diagnostics import DiagnosticError, error
+    from ..report import check_output_paths
+    from ..report.merge import load_shards, merge_reports, publish_merged
+    from ..views.progress import render_summary
+
+    if out is not None and output is not None:
+        raise DiagnosticError(
+            [error("invalid-option", "--out and --output are alternatives; pass one")]
+        )
+    check_output_paths({"--output": output}, {"--out": out})
+    shards = load_shards(reports)
+    merged = merge_reports(shards)
+    if out is None and output is None:
+        sys.stdout.write(merged.to_json())
+        sys.stdout.flush()
+        return 0
+    merged, path = publish_merged(merged, out=out, output=output)
+    if as_json:
+        typer.echo(f"merged {len(shards)} shard reports into {path}", err=True)
+        sys.stdout.write(merged.to_json())
+        sys.stdout.flush()
+        return 0
+    typer.echo(f"merged {len(shards)} shard reports")
+    typer.echo(render_summary(merged, path, color=use_color(sys.stdout)))
+    return 0
 
 
 def _fraction(flag: str, raw: str | None, default: float, *, allow_one: bool) -> float:
@@ -289,12 +308,3 @@ def _fraction(flag: str, raw: str | None, default: float, *, allow_one: bool) ->
             )
         ]
     )
-
-
-def _write(path: Path, data: bytes, *, what: str, replace: bool = True) -> None:
-    from ..report import PublishError, atomic_write, report_failed
-
-    try:
-        atomic_write(path, data, replace=replace)
-    except PublishError as exc:
-        raise report_failed(path, exc, action=f"write the {what}") from None

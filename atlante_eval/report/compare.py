@@ -12,8 +12,10 @@ See docs/statistics.md for every formula and rule.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Literal
 
+from .._util.paths import display_path
 from ..choices import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn
 from ..diagnostics import Diagnostic, warning
 from ..stats import (
@@ -26,6 +28,7 @@ from ..stats import (
     wilson_interval,
 )
 from ..stats.planning import PLANNING_POWER, planned_trials
+from .loading import load_report, report_path
 from .models import OutputModel, RunReport, ScenarioResult
 from .results import statistics_of
 
@@ -41,6 +44,7 @@ __all__ = [
     "FailOn",
     "RunInfo",
     "Side",
+    "compare_report_files",
     "compare_reports",
     "gate_fails",
 ]
@@ -311,6 +315,35 @@ def _counts(scenarios: Mapping[str, Comparison], *, added: int, removed: int) ->
     counts["added"] = added
     counts["removed"] = removed
     return counts
+
+
+def compare_report_files(
+    base: Path | str,
+    head: Path | str,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    margin: float = DEFAULT_MARGIN,
+    adjust: Adjust = "holm",
+) -> CompareResult:
+    """Read two reports (``report.json`` files or run directories) and compare them.
+
+    What ``atlante-eval compare BASE HEAD`` computes; the result records each
+    report's file as shown on the terminal.
+
+    Raises:
+        DiagnosticError: ``report-unreadable`` (exit 2) for a report that cannot be read.
+        ValueError: ``alpha`` or ``margin`` out of range.
+    """
+    base_file, head_file = report_path(base), report_path(head)
+    return compare_reports(
+        load_report(base_file),
+        load_report(head_file),
+        base_path=display_path(base_file),
+        head_path=display_path(head_file),
+        alpha=alpha,
+        margin=margin,
+        adjust=adjust,
+    )
 
 
 def _decide(

@@ -17,13 +17,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
+from .._util.paths import display_path
 from ..diagnostics import DiagnosticError, error
-from .models import Meta, RunReport, ScenarioResult, ShardBalance, TrialResult
-from .publish import new_run_id
+from .loading import load_report, report_path
+from .models import REPORT_FILE, Meta, RunReport, ScenarioResult, ShardBalance, TrialResult
+from .publish import PublishError, atomic_write, new_run_id, report_failed, reserve_report_dir
 from .results import finalize, summarize
 
-__all__ = ["ShardReport", "merge_reports", "parse_shard_label"]
+__all__ = [
+    "ShardReport",
+    "load_shards",
+    "merge_reports",
+    "parse_shard_label",
+    "publish_merged",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +43,41 @@ class ShardReport:
     """The file it was read from (for messages)."""
     report: RunReport
     """The report."""
+
+
+def load_shards(paths: Sequence[Path | str]) -> list[ShardReport]:
+    """Read each shard report (a ``report.json`` or its run directory), named as shown.
+
+    Raises:
+        DiagnosticError: ``report-unreadable`` (exit 2).
+    """
+    return [ShardReport(display_path(report_path(path)), load_report(path)) for path in paths]
+
+
+def publish_merged(
+    merged: RunReport, *, out: Path | None = None, output: Path | None = None
+) -> tuple[RunReport, Path]:
+    """Publish a merged report; return it as published (its run id may change) and where.
+
+    With ``out``, as ``out/<runId>/report.json`` like ``run --out`` (the run id is
+    re-rolled on collision); with ``output``, to that file, never overwritten.
+
+    Raises:
+        ValueError: both or neither of ``out`` and ``output``.
+        DiagnosticError: ``eval-report-failed`` (exit 3) when it cannot be written.
+    """
+    if (out is None) == (output is None):
+        raise ValueError("publish_merged takes one of out and output")
+    if out is not None:
+        report_dir = reserve_report_dir(out, merged.run_id)
+        merged = merged.model_copy(update={"run_id": report_dir.run_id})
+        return merged, report_dir.publish(REPORT_FILE, merged.to_json().encode("utf-8"))
+    assert output is not None
+    try:
+        atomic_write(output, merged.to_json().encode("utf-8"), replace=False)
+    except PublishError as exc:
+        raise report_failed(output, exc, action="write the merged report") from None
+    return merged, output
 
 
 def parse_shard_label(label: str) -> tuple[int, int] | None:
