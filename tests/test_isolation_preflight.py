@@ -1,4 +1,4 @@
-"""``--isolation``: the setting, and the preflight that refuses before any trial.
+"""``--isolation``: the setting, its one resolver, and the preflight that refuses before any trial.
 
 The missing mechanism is made real: a ``PATH`` without ``bwrap``, a ``bwrap`` that
 fails the way a kernel without user namespaces makes it fail, and a non-Linux
@@ -12,8 +12,11 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import typing
 from pathlib import Path
+from typing import get_args
 
 import anyio
 import pytest
@@ -22,12 +25,14 @@ from isolationkit import require_bwrap
 from standin import StandinHost
 from typer.testing import CliRunner, Result
 
-from atlante_eval import run_eval, run_selftest
+from atlante_eval import RunOptions, hosts, run_eval, run_selftest
+from atlante_eval.choices import IsolationMode
 from atlante_eval.cli import app
 from atlante_eval.diagnostics import DiagnosticError
 from atlante_eval.isolation.bwrap import Confinement
 from atlante_eval.isolation.preflight import require_os_isolation
-from atlante_eval.project.config import load_project
+from atlante_eval.project.config import EvalConfig, load_project
+from atlante_eval.run.isolate import ISOLATION_MODES, isolation_mode
 
 REFUSING_BWRAP = """#!/bin/sh
 echo "bwrap: setting up uid map: Permission denied" >&2
@@ -233,3 +238,75 @@ def test_selftest_under_os_isolation(tmp_path: Path) -> None:
     [null] = outcome.report.scenarios["confined"].trials
     assert null.checks is not None
     assert [c.verdict for c in null.checks] == ["pass", "fail"], null.checks
+
+
+# -- one mode, one resolver for run and selftest ------------------------------------------
+
+CONSOLE = Path(sys.executable).with_name("atlante-eval")
+
+
+def _console(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``atlante-eval`` console script."""
+    return subprocess.run(
+        [str(CONSOLE), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_a_bad_mode_is_the_same_diagnostic_from_run_selftest_and_the_api(tmp_path: Path) -> None:
+    """run and selftest (console script), run_eval and run_selftest: one invalid-option, exit 2."""
+    project = make_project(tmp_path / "project")
+    expected = "--isolation must be one of: none, os (got 'vm')"
+    run = _console("run", str(project), "--isolation", "vm")
+    selftest = _console("selftest", str(project), "--isolation", "vm")
+    assert run.returncode == selftest.returncode == 2
+    assert run.stderr == selftest.stderr
+    assert run.stderr.startswith(f"error [invalid-option]: {expected}\n")
+    assert "Traceback" not in run.stderr
+    calls = (
+        lambda: run_eval(project, host=StandinHost(), isolation="vm"),
+        lambda: run_selftest(project, isolation="vm"),
+    )
+    for call in calls:
+        with pytest.raises(DiagnosticError) as caught:
+            anyio.run(call)
+        assert [(d.code, d.message) for d in caught.value.diagnostics] == [
+            ("invalid-option", expected)
+        ]
+        assert caught.value.exit_code == 2
+    assert _no_run_dirs(project)
+
+
+@pytest.mark.parametrize("command", ["run", "selftest"])
+def test_run_and_selftest_take_the_projects_mode_unless_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """eval.isolation "os" refuses both where bwrap is missing; --isolation none overrides it."""
+    monkeypatch.setitem(hosts.HOST_FACTORIES, "opencode", StandinHost)
+    project = make_project(tmp_path / "project", eval_extra={"isolation": "os"})
+    monkeypatch.setenv("PATH", _path_without_bwrap(tmp_path))
+    refused = _invoke(command, str(project))
+    assert refused.exit_code == 3, refused.output
+    assert "eval-isolation-unavailable" in refused.output
+    assert _no_run_dirs(project)
+    overridden = _invoke(command, str(project), "--isolation", "none", "--json")
+    assert overridden.exit_code in (0, 1), overridden.output
+    assert "eval-isolation-unavailable" not in overridden.output
+    report = project / ".atlante" / "eval"
+    [published] = list(report.glob("*/report.json"))
+    assert "isolation" not in json.loads(published.read_text())["meta"]
+
+
+def test_one_isolation_mode_literal() -> None:
+    """eval.isolation, RunOptions.isolation and the resolver's modes are the one IsolationMode."""
+    assert typing.get_type_hints(EvalConfig)["isolation"] is IsolationMode
+    assert typing.get_type_hints(RunOptions)["isolation"] == IsolationMode | None
+    assert get_args(IsolationMode) == ISOLATION_MODES == ("none", "os")
+    for mode in ISOLATION_MODES:
+        assert isolation_mode(mode) == mode
+    assert isolation_mode(None) is None

@@ -1,7 +1,9 @@
-"""The runnable examples in docs/python-api.md run as written (stand-in host)."""
+"""docs/python-api.md: its runnable examples run as written, and run_eval is shown as it is."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
 from pathlib import Path
 
@@ -9,7 +11,8 @@ import pytest
 from factory import make_project, scenario
 from standin import StandinHost, actions
 
-from atlante_eval import hosts
+from atlante_eval import hosts, run_eval
+from atlante_eval.run.options import OPTION_FLAGS
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "python-api.md"
 
@@ -41,3 +44,27 @@ def test_documented_example_runs(
     output = capsys.readouterr()
     assert "doc" in output.out or "'pass': 2" in output.out
     assert len(list((root / ".atlante" / "eval").iterdir())) == 1
+
+
+def test_run_eval_is_documented_as_it_is() -> None:
+    """The documented signature and argument table of run_eval match the function and its flags."""
+    text = DOC.read_text(encoding="utf-8")
+    block = re.search(r"```python\n(async def run_eval\(.*?\) -> RunReport)\n```", text, re.S)
+    assert block is not None
+    [documented] = ast.parse(block.group(1) + ": ...").body
+    assert isinstance(documented, ast.AsyncFunctionDef)
+    arguments = documented.args
+    shown = [(a.arg, None) for a in arguments.args] + [
+        (a.arg, ast.literal_eval(d) if d is not None else inspect.Parameter.empty)
+        for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+    ]
+    actual = [
+        (name, None if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else p.default)
+        for name, p in inspect.signature(run_eval).parameters.items()
+    ]
+    assert shown == actual
+    table = text.split("| Argument | CLI flag | Meaning |", 1)[1].split("\n\n", 1)[0]
+    rows = dict(re.findall(r"^\| `(\w+)` \| (`[^`]+`|—) \|", table, re.M))
+    assert set(rows) == set(inspect.signature(run_eval).parameters)
+    for field, flag in OPTION_FLAGS.items():
+        assert rows[field] == f"`{flag}`", field

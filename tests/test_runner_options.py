@@ -1,20 +1,29 @@
-"""Run options are checked once, before any trial: refused --pass-env names, bad shards."""
+"""Run options: one definition the CLI and run_eval share, checked once before any trial."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+import shlex
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+import typer
 from factory import make_project, scenario
 from standin import StandinHost, actions
+from typer.testing import CliRunner
 
-from atlante_eval import RunOptions
-from atlante_eval.diagnostics import DiagnosticError
+from atlante_eval import RunOptions, run_eval
+from atlante_eval._util.fielddocs import field_docstrings
+from atlante_eval.cli import app
+from atlante_eval.diagnostics import DiagnosticError, error
 from atlante_eval.hosts import HostError
-from atlante_eval.run import run_options
-from atlante_eval.run.runner import execute_run
+from atlante_eval.run import run_options, runner
+from atlante_eval.run.options import OPTION_FLAGS
+from atlante_eval.run.runner import RunOutcome, execute_run
 
 
 class PickyHost(StandinHost):
@@ -80,3 +89,143 @@ def test_a_lone_surrogate_in_a_host_event_cannot_break_the_report(tmp_path: Path
     [trial] = outcome.report.scenarios["s"].trials
     assert trial.model == "\ufffd"
     assert outcome.path.read_text(encoding="utf-8")
+
+
+# -- one definition: RunOptions, its flags, the run command and run_eval agree ------------
+
+#: Options of ``run`` that are not run options: how the outcome is printed and logged.
+_CLI_ONLY = {"--json", "--junit", "--log-format"}
+#: ``run_eval`` keywords that are not run options.
+_NOT_OPTIONS = {"path", "host", "on_event"}
+
+
+def _run_flags() -> set[str]:
+    """The long flag of every option the ``run`` command declares."""
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    return {
+        flag
+        for param in group.commands["run"].params
+        if isinstance(param, typer.core.TyperOption)
+        for flag in param.opts
+        if flag.startswith("--")
+    }
+
+
+def test_every_run_option_is_a_field_a_flag_a_cli_option_and_a_run_eval_keyword() -> None:
+    """RunOptions' fields, their flags, run's options and run_eval's keywords are one list."""
+    fields = set(RunOptions.model_fields)
+    assert set(OPTION_FLAGS) == fields
+    assert set(field_docstrings(RunOptions)) == fields  # each field says what it is
+    assert _run_flags() - _CLI_ONLY == set(OPTION_FLAGS.values())
+    keywords = inspect.signature(run_eval).parameters
+    assert set(keywords) - _NOT_OPTIONS == fields
+    assert all(keywords[name].kind is inspect.Parameter.KEYWORD_ONLY for name in fields)
+
+
+def _refuse(captured: list[RunOptions]) -> Callable[..., Awaitable[RunOutcome]]:
+    """A stand-in for execute_run that keeps the options it is given and starts nothing."""
+
+    async def execute(_path: object, options: RunOptions, **_: object) -> RunOutcome:
+        captured.append(options)
+        raise DiagnosticError([error("eval-run-failed", "stopped by the test")])
+
+    return execute
+
+
+#: The same options as ``run`` flags and as ``run_eval`` keywords: together they set
+#: every field away from its default (adaptive runs refuse --shard, hence two calls).
+_SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
+    (
+        shlex.split(
+            "--scenario a* --scenario b --trials 2 --jobs 3 --out reports --keep --pass-env "
+            "FOO --retry-infra 1 --resume earlier --shard 2/3 --balance duration --balance-from "
+            "durations.json --last-failed --no-html --isolation os"
+        ),
+        {
+            "scenarios": ["a*", "b"],
+            "trials": 2,
+            "jobs": 3,
+            "out": "reports",
+            "keep": True,
+            "pass_env": ["FOO"],
+            "retry_infra": 1,
+            "resume": "earlier",
+            "shard": "2/3",
+            "balance": "duration",
+            "balance_from": "durations.json",
+            "last_failed": True,
+            "html": False,
+            "isolation": "os",
+        },
+    ),
+    (
+        shlex.split(
+            "--against base.json --until-decided --min-trials 2 --max-trials 9 --max-cost "
+            "1.5 --margin 0.2 --alpha 0.1"
+        ),
+        {
+            "against": "base.json",
+            "until_decided": True,
+            "min_trials": 2,
+            "max_trials": 9,
+            "max_cost": 1.5,
+            "margin": 0.2,
+            "alpha": 0.1,
+        },
+    ),
+]
+
+
+def test_the_cli_and_run_eval_build_the_same_options_and_forward_every_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each flag and each keyword reaches its field: both build the same RunOptions."""
+    from_cli: list[RunOptions] = []
+    from_api: list[RunOptions] = []
+    monkeypatch.chdir(tmp_path)
+    changed: set[str] = set()
+    for args, keywords in _SAME_OPTIONS:
+        monkeypatch.setattr(runner, "execute_run", _refuse(from_cli))
+        result = CliRunner().invoke(app, ["run", str(tmp_path), *args], catch_exceptions=False)
+        assert result.exit_code == 3, result.output
+        assert "stopped by the test" in result.stderr
+        monkeypatch.setattr(runner, "execute_run", _refuse(from_api))
+        with pytest.raises(DiagnosticError):
+            anyio.run(partial(run_eval, tmp_path, **keywords))
+        assert from_cli[-1] == from_api[-1] == run_options(**keywords)
+        defaults = RunOptions()
+        changed |= {
+            f for f in RunOptions.model_fields if getattr(from_cli[-1], f) != getattr(defaults, f)
+        }
+    assert changed == set(RunOptions.model_fields)
+
+
+@pytest.mark.parametrize(
+    ("flag", "text", "keyword", "value"),
+    [
+        ("--jobs", "0", "jobs", 0),
+        ("--trials", "51", "trials", 51),
+        ("--retry-infra", "11", "retry_infra", 11),
+        ("--shard", "3/2", "shard", "3/2"),
+        ("--pass-env", "A=B", "pass_env", ["A=B"]),
+        ("--isolation", "vm", "isolation", "vm"),
+        ("--min-trials", "0", "min_trials", 0),
+        ("--max-cost", "0", "max_cost", 0),
+        ("--margin", "1.5", "margin", 1.5),
+        ("--alpha", "1.0", "alpha", 1.0),
+    ],
+)
+def test_a_bad_value_reads_the_same_from_the_cli_and_run_eval(
+    tmp_path: Path, flag: str, text: str, keyword: str, value: Any
+) -> None:
+    """The flag's text and the keyword's value are refused with the same diagnostics (exit 2)."""
+    with pytest.raises(DiagnosticError) as caught:
+        anyio.run(lambda: run_eval(tmp_path, **{keyword: value}))
+    assert caught.value.exit_code == 2
+    result = CliRunner().invoke(app, ["run", str(tmp_path), flag, text], catch_exceptions=False)
+    assert result.exit_code == 2
+    for diagnostic in caught.value.diagnostics:
+        assert flag in diagnostic.message
+        assert f"error [{diagnostic.code}]: {diagnostic.message}" in result.stderr
+    assert not (tmp_path / ".atlante").exists()

@@ -14,13 +14,14 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
 import typer
 from typer.core import TyperCommand
 
 from .._util.terminal import safe_diagnostic, use_color
 from .._version import __version__
+from ..choices import IsolationMode
 
 if TYPE_CHECKING:
     from typer import _click as click  # the click typer bundles: types only
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
 
 __all__ = [
+    "ISOLATION_METAVAR",
     "OutOption",
     "PathArg",
     "app",
@@ -117,6 +119,12 @@ OutOption = Annotated[
         show_default=False,
     ),
 ]
+
+
+#: ``--isolation``'s metavar: the modes, as typer shows a choice. The value is checked
+#: by the library (``run.isolate.isolation_mode``), so ``run`` and ``selftest``
+#: refuse a bad one with the same diagnostic as the Python API.
+ISOLATION_METAVAR = f"<{'|'.join(get_args(IsolationMode))}>"
 
 
 def positive_int(

@@ -12,7 +12,7 @@ import typer
 
 from .._util.terminal import printable, use_color
 from ..choices import LogFormat, ShardBalancing
-from .app import OutOption, PathArg, app, guarded, print_diagnostics
+from .app import ISOLATION_METAVAR, OutOption, PathArg, app, guarded, print_diagnostics
 
 if TYPE_CHECKING:
     import anyio
@@ -201,7 +201,7 @@ def run(
         str | None,
         typer.Option(
             "--isolation",
-            metavar="<none|os>",
+            metavar=ISOLATION_METAVAR,
             help="Contain each trial: none (tool policy only) or os (namespaces and a "
             "network allow list; Linux, bubblewrap). Default: eval.isolation, else none.",
             show_default=False,

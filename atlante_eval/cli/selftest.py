@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..choices import DEFAULT_SELFTEST_JOBS
-from .app import OutOption, PathArg, app, guarded, positive_int, print_diagnostics
+from .app import (
+    ISOLATION_METAVAR,
+    OutOption,
+    PathArg,
+    app,
+    guarded,
+    positive_int,
+    print_diagnostics,
+)
 
 if TYPE_CHECKING:
     from ..report import TrialResult
@@ -162,7 +170,7 @@ def selftest(
         str | None,
         typer.Option(
             "--isolation",
-            metavar="<none|os>",
+            metavar=ISOLATION_METAVAR,
             help="Contain setup and command checks: none or os (Linux, bubblewrap). "
             "Default: eval.isolation, else none.",
             show_default=False,
