@@ -23,6 +23,7 @@ __all__ = [
     "CheckType",
     "CoreCheckType",
     "FailOn",
+    "HistoryBackend",
     "HostName",
     "IsolationMode",
     "LogFormat",
@@ -71,6 +72,8 @@ HostName = Literal["opencode", "claude-code"]
 #: How trials are contained (docs/isolation.md): ``eval.isolation``, ``run --isolation``,
 #: ``selftest --isolation``; resolved by ``run.isolate.resolve_isolation``.
 IsolationMode = Literal["none", "os"]
+#: The history store's backends: the one key of ``history.backends.BACKENDS``.
+HistoryBackend = Literal["sqlite", "postgresql"]
 #: ``--balance``: how ``--shard I/N`` splits the plan (docs/scaling.md).
 ShardBalancing = Literal["round-robin", "duration"]
 #: ``--log-format``: structured run logs on stderr.

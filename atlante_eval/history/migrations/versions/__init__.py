@@ -1,0 +1,1 @@
+"""One module per schema revision of the history store, oldest first."""
