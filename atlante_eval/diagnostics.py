@@ -108,6 +108,18 @@ CODES: dict[str, str] = {
     "adaptive-baseline-mismatch": "An adaptive run's baseline shares no scenario with the plan.",
     "adaptive-scenario-changed": "A scenario's definition differs from the adaptive baseline's.",
     "adaptive-cost-unknown": "--max-cost is set but the host reported no cost.",
+    # the history store (docs/history.md)
+    "history-invalid-url": "--history or eval.history is not a SQLite path or PostgreSQL URL.",
+    "history-unavailable": "The history database cannot be opened, reached or written.",
+    "history-schema-newer": "The history database was written by a newer atlante-eval.",
+    "history-not-configured": "A command needs a history store and none is configured.",
+    "history-not-found": "The history has no such run or scenario.",
+    "history-no-baseline": "No baseline of that name is blessed for the run's host and model.",
+    "history-ingest-skipped": "A report given to history ingest was left out (a selftest).",
+    "history-not-recorded": "The run could not be recorded in the history; the run stands.",
+    "gate-quarantined": "--fail-on ignores a quarantined scenario (it is still reported).",
+    "gate-unstable": "--fail-on ignores a scenario not stable over --gate-stable-nights runs.",
+    "alert-failed": "A regression alert or step summary could not be delivered; the run stands.",
     "selftest-vacuous": "A scenario passes with an agent that changes nothing.",
     "selftest-solution-failed": "A scenario's reference solution does not pass every check.",
     "selftest-solution-invalid": "A reference solution directory is malformed or unsafe.",
@@ -135,6 +147,8 @@ RUN_LEVEL_CODES: frozenset[str] = frozenset(
         "output-failed",
         "eval-journal-failed",
         "eval-resume-busy",
+        "history-unavailable",
+        "history-schema-newer",
     }
 )
 

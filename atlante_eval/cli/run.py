@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from ..report import RunReport
     from ..run import RunOptions
+    from ..run.record import RecordOutcome
     from ..run.runner import RunControl, RunOutcome
 
 __all__ = ["run", "run_command"]
@@ -207,6 +208,30 @@ def run(
             show_default=False,
         ),
     ] = None,
+    no_history: Annotated[
+        bool,
+        typer.Option("--no-history", help="Do not record the run in the history store."),
+    ] = False,
+    history: Annotated[
+        str | None,
+        typer.Option(
+            "--history",
+            metavar="URL",
+            help="The history store (a SQLite path or postgresql://...) instead of "
+            "eval.history (default .atlante/eval/history.sqlite).",
+            show_default=False,
+        ),
+    ] = None,
+    alert_webhook: Annotated[
+        str | None,
+        typer.Option(
+            "--alert-webhook",
+            metavar="URL",
+            help="POST a JSON alert here when a scenario regressed against the blessed "
+            "baseline (instead of eval.alerts.webhook).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run every selected scenario's trials on the configured host and publish the report.
 
@@ -240,6 +265,9 @@ def run(
             alpha=alpha,
             html=not no_html,
             isolation=isolation,
+            history=not no_history,
+            history_url=history,
+            alert_webhook=alert_webhook,
         )
         return run_command(path, options, as_json=as_json, junit=junit, log_format=log_format)
 
@@ -299,7 +327,26 @@ async def _run_async(
         return max(failure.exit_code, junit_failed)
     assert outcome is not None
     _print_outcome(outcome.report, outcome.path, as_json=as_json)
+    if outcome.history is not None:
+        for line in history_lines(outcome.history):
+            typer.echo(line, err=as_json)
     return _write_junit(outcome.report, junit) or outcome.report.exit_code()
+
+
+def history_lines(outcome: RecordOutcome) -> list[str]:
+    """What the after-run step did, one line each (``history: …``, ``alert: …``)."""
+    lines = []
+    if outcome.ingested is not None:
+        verb = {"recorded": "recorded", "unchanged": "already recorded", "replaced": "recorded"}
+        line = f"history: {verb[outcome.ingested.status]} in {outcome.store}"
+        if outcome.ingested.absorbed:
+            line += f" (superseding {', '.join(outcome.ingested.absorbed)})"
+        lines.append(printable(line))
+    if outcome.alert is not None:
+        names = ", ".join(s.scenario for s in outcome.alert.regressed)
+        state = "sent" if outcome.alert_sent else "not sent"
+        lines.append(printable(f"alert: {state}: regressed against blessed baseline: {names}"))
+    return lines
 
 
 def _write_junit(report: RunReport, path: Path | None) -> int:

@@ -18,15 +18,21 @@ SQLAlchemy and is imported by its path when a history is used.
 from __future__ import annotations
 
 from .location import (
+    BLESSED,
+    DEFAULT_BASELINE,
     DEFAULT_HISTORY_FILE,
     HistoryLocation,
+    blessed_name,
     history_location,
     parse_history_url,
 )
 
 __all__ = [
+    "BLESSED",
+    "DEFAULT_BASELINE",
     "DEFAULT_HISTORY_FILE",
     "HistoryLocation",
+    "blessed_name",
     "history_location",
     "parse_history_url",
 ]

@@ -16,33 +16,17 @@ from sqlalchemy.engine import Connection, RowMapping
 from ..diagnostics import DiagnosticError, error
 from ..report import RunReport, utc_timestamp
 from .database import Database
+from .location import DEFAULT_BASELINE
 from .models import Blessing
 from .schema import baselines, runs, scenarios, trials
 
 __all__ = [
-    "BLESSED",
-    "DEFAULT_BASELINE",
     "bless_run",
-    "blessed_name",
     "current_blessings",
     "find_baseline",
     "list_blessings",
     "load_run_report",
 ]
-
-#: The name of a baseline blessed without ``--name``.
-DEFAULT_BASELINE = "default"
-#: How a command names the blessed baseline instead of a report: ``blessed[:NAME]``.
-BLESSED = "blessed"
-
-
-def blessed_name(spec: str) -> str | None:
-    """``blessed`` → ``default``; ``blessed:NAME`` → NAME; anything else → None."""
-    if spec == BLESSED:
-        return DEFAULT_BASELINE
-    if spec.startswith(f"{BLESSED}:") and spec[len(BLESSED) + 1 :].strip():
-        return spec[len(BLESSED) + 1 :].strip()
-    return None
 
 
 def bless_run(database: Database, run_id: str, *, name: str, by: str, reason: str) -> Blessing:
@@ -134,14 +118,26 @@ def _blessing(row: RowMapping) -> Blessing:
 
 
 def find_baseline(
-    connection: Connection, name: str, *, host: str, model: str, arm: str | None = None
+    connection: Connection, name: str, *, host: str, model: str | None, arm: str | None = None
 ) -> Blessing:
-    """The baseline ``name`` for ``host``, ``model`` and ``arm``.
+    """The baseline ``name`` for ``host``, ``model`` and ``arm`` (any model: the newest).
 
     Raises:
         DiagnosticError: ``history-no-baseline`` (exit 2) when none is blessed.
     """
-    found = _current(connection).get((name, host, model, arm))
+    current = _current(connection)
+    if model is None:
+        found = max(
+            (
+                row
+                for key, row in current.items()
+                if key[0] == name and key[1] == host and key[3] == arm
+            ),
+            key=lambda row: (row["blessed_at"], row["id"]),
+            default=None,
+        )
+    else:
+        found = current.get((name, host, model, arm))
     if found is not None:
         return _blessing(found)
     others = sorted(
@@ -151,7 +147,8 @@ def find_baseline(
         [
             error(
                 "history-no-baseline",
-                f"no baseline {name!r} is blessed for host {host} and model {model}"
+                f"no baseline {name!r} is blessed for host {host}"
+                + (f" and model {model}" if model is not None else "")
                 + (f"; blessed for other conditions: {', '.join(others)}" if others else ""),
                 next="bless an accepted run with `atlante-eval history bless RUN_ID"
                 + (f" --name {name}" if name != DEFAULT_BASELINE else "")

@@ -14,14 +14,22 @@ from ..choices import HistoryBackend
 from ..diagnostics import DiagnosticError, error
 
 __all__ = [
+    "BLESSED",
+    "DEFAULT_BASELINE",
     "DEFAULT_HISTORY_FILE",
     "HistoryLocation",
+    "blessed_name",
     "history_location",
     "parse_history_url",
 ]
 
 #: The embedded default store, relative to the project root.
 DEFAULT_HISTORY_FILE = Path(".atlante") / "eval" / "history.sqlite"
+
+#: The name of a baseline blessed without ``--name``.
+DEFAULT_BASELINE = "default"
+#: How a command names the blessed baseline instead of a report: ``blessed[:NAME]``.
+BLESSED = "blessed"
 
 _POSTGRES_SCHEMES = {"postgresql", "postgres", "postgresql+psycopg"}
 
@@ -118,3 +126,12 @@ def _invalid(raw: str, why: str) -> DiagnosticError:
             )
         ]
     )
+
+
+def blessed_name(spec: str) -> str | None:
+    """``blessed`` → ``default``; ``blessed:NAME`` → NAME; anything else → None."""
+    if spec == BLESSED:
+        return DEFAULT_BASELINE
+    if spec.startswith(f"{BLESSED}:") and spec[len(BLESSED) + 1 :].strip():
+        return spec[len(BLESSED) + 1 :].strip()
+    return None

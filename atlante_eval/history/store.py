@@ -150,7 +150,7 @@ class HistoryStore:
             return _baselines.list_blessings(connection, everything=everything)
 
     def baseline(
-        self, name: str, *, host: str, model: str, arm: str | None = None
+        self, name: str, *, host: str, model: str | None, arm: str | None = None
     ) -> tuple[Blessing, RunReport]:
         """The blessed baseline ``name`` for a condition, and its report."""
         with self._database.read() as connection:

@@ -25,6 +25,7 @@ from .._util.endpoints import EndpointError, parse_endpoint
 from .._util.jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
 from ..choices import HostName, IsolationMode
 from ..diagnostics import ATLANTE_ABOUT, DiagnosticError, Location, error
+from ..history.location import parse_history_url
 from .scenarios import MAX_TIMEOUT_MS
 from .validation import NonEmptyStr, StrictModel, location_of, validation_diagnostics
 
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_TRIALS",
     "MAX_TRIALS",
     "SCHEMA_URIS",
+    "AlertsConfig",
     "Budget",
     "EvalConfig",
     "HostName",
@@ -108,6 +110,16 @@ class NetworkConfig(StrictModel):
         return value
 
 
+class AlertsConfig(StrictModel):
+    """``eval.alerts``: who hears, after a run, that a scenario regressed against its baseline."""
+
+    webhook: NonEmptyStr | None = None
+    """URL the alert is POSTed to as JSON; ``${NAME}`` reads it from that environment
+    variable (keep webhook secrets out of the configuration)."""
+    baseline: NonEmptyStr = "default"
+    """The blessed baseline (``history bless --name``) a run is compared with."""
+
+
 class EvalConfig(StrictModel):
     """The project's ``eval`` section."""
 
@@ -125,6 +137,22 @@ class EvalConfig(StrictModel):
     """How trials are contained (additive; ``run --isolation`` overrides it)."""
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     """Network allow list under ``os`` isolation (additive)."""
+    history: NonEmptyStr | Literal[False] | None = None
+    """The history store: a SQLite path (relative to the project root),
+    ``postgresql://…``, or ``false`` for none (additive; default
+    ``.atlante/eval/history.sqlite``; docs/history.md)."""
+    alerts: AlertsConfig | None = None
+    """Alerts after a run (additive; docs/history.md)."""
+
+    @field_validator("history")
+    @classmethod
+    def _history_url(cls, value: str | bool | None) -> str | bool | None:
+        if isinstance(value, str):
+            try:
+                parse_history_url(value, base=Path("/"))
+            except DiagnosticError as exc:
+                raise ValueError(exc.diagnostics[0].message) from None
+        return value
 
     @field_validator("host")
     @classmethod

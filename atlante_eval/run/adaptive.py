@@ -20,7 +20,9 @@ from typing import Protocol
 
 from .._util.logs import get_logger
 from ..diagnostics import Diagnostic, warning
+from ..history import blessed_name
 from ..project import Plan, PlannedTrial, Scenario
+from ..project.config import Project
 from ..report import (
     AdaptiveDecision,
     AdaptiveLook,
@@ -77,6 +79,7 @@ class AdaptiveSettings:
 def load_settings(
     against: Path,
     *,
+    baseline: tuple[RunReport, str] | None = None,
     alpha: float,
     margin: float,
     trials: int,
@@ -86,14 +89,16 @@ def load_settings(
 ) -> AdaptiveSettings:
     """Read the baseline and resolve the look bounds.
 
+    ``baseline`` is the BASE report already read (``--against blessed``) and its label.
+
     Raises:
         DiagnosticError: ``report-unreadable`` (exit 2) for a baseline that cannot be read.
     """
-    baseline = load_report(against)
+    base, label = baseline or (load_report(against), str(report_path(against)))
     highest = max_trials if max_trials is not None else max(DEFAULT_MAX_TRIALS, trials)
     return AdaptiveSettings(
-        baseline=baseline,
-        baseline_path=str(report_path(against)),
+        baseline=base,
+        baseline_path=label,
         alpha=alpha,
         margin=margin,
         first=min(min_trials if min_trials is not None else trials, highest),
@@ -103,11 +108,24 @@ def load_settings(
     )
 
 
-def settings_from_options(options: RunOptions, trials: int) -> AdaptiveSettings:
-    """Read ``--against`` and resolve the adaptive bounds of ``options`` (before any trial)."""
+def settings_from_options(
+    options: RunOptions, trials: int, project: Project | None = None
+) -> AdaptiveSettings:
+    """Read ``--against`` and resolve the adaptive bounds of ``options`` (before any trial).
+
+    ``--against blessed[:NAME]`` (when no such file exists) reads the blessed baseline
+    from the project's history store.
+    """
     assert options.against is not None
+    baseline = None
+    name = blessed_name(str(options.against))
+    if name is not None and project is not None and not options.against.exists():
+        from .record import blessed_report
+
+        baseline = blessed_report(project, options, name)
     return load_settings(
         options.against,
+        baseline=baseline,
         alpha=options.alpha,
         margin=options.margin,
         trials=trials,

@@ -104,6 +104,16 @@ def _integer(
     return parse
 
 
+def _history_url(value: Any) -> str | None:
+    """``--history URL``: refused up front (``history-invalid-url``, exit 2) when unusable."""
+    if value is None:
+        return None
+    from ..history import parse_history_url
+
+    parse_history_url(value)
+    return str(value)
+
+
 def _trial_count(flag: str) -> Callable[[Any], int | None]:
     """A parser of ``--min-trials``/``--max-trials``: an integer from 1 to 50."""
     wanted = f"an integer from 1 to {MAX_TRIALS}"
@@ -269,6 +279,13 @@ class RunOptions(BaseModel):
     """Write ``report.html`` beside ``report.json`` (``--no-html`` turns it off)."""
     isolation: Annotated[IsolationMode | None, _reads(isolation_mode)] = None
     """How trials are contained, overriding ``eval.isolation`` (docs/isolation.md)."""
+    history: bool = False
+    """Record the run in the history store after publishing it (the CLI's default;
+    ``--no-history`` turns it off; docs/history.md)."""
+    history_url: Annotated[str | None, _reads(_history_url)] = None
+    """The history store instead of ``eval.history`` (``--history URL``)."""
+    alert_webhook: str | None = None
+    """POST a regression alert here instead of ``eval.alerts.webhook``."""
 
     @model_validator(mode="after")
     def _combinations(self) -> Self:
@@ -432,6 +449,9 @@ OPTION_FLAGS: dict[str, str] = {
     "margin": "--margin",
     "html": "--no-html",
     "isolation": "--isolation",
+    "history": "--no-history",
+    "history_url": "--history",
+    "alert_webhook": "--alert-webhook",
 }
 
 

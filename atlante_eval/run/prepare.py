@@ -235,7 +235,9 @@ async def _budget(suite: Suite, options: RunOptions) -> tuple[MetaConfig, Adapti
     # Only an adaptive run needs the driver (and comparison, the sequential design with it).
     from .adaptive import settings_from_options
 
-    settings = await anyio.to_thread.run_sync(settings_from_options, options, budget.trials)
+    settings = await anyio.to_thread.run_sync(
+        settings_from_options, options, budget.trials, suite.project
+    )
     trials = max(settings.max_trials, budget.trials)
     return budget.model_copy(update={"trials": trials}), settings
 

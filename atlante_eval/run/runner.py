@@ -7,7 +7,7 @@ This is the whole run as a library call. The CLI is a thin layer over
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from .._version import __version__
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts import Host
 from ..project import PlannedTrial, ProjectWatch, modified_cause
+from ..project.config import load_project
 from ..report import (
     DiagnosticNotice,
     Meta,
@@ -36,6 +37,7 @@ from .failures import cause, journal_diagnostic, journal_failure, with_journal_c
 from .journal import JOURNAL_NAME, Journal, JournalError, lock_for_resume
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from .options import DEFAULT_JOBS, RunOptions, options_from_keywords
+from .record import Recording, RecordOutcome, record_run, recording_for
 from .prepare import PreparedRun, ProgressCallback, announce, prepare_run
 from .tracking import RunProgress, scenario_results
 
@@ -91,6 +93,8 @@ class RunOutcome:
     warnings: tuple[Diagnostic, ...] = field(default=())
     html: Path | None = None
     """The run's ``report.html``, when it was written."""
+    history: RecordOutcome | None = None
+    """What recording the run in the history did (``RunOptions.history``)."""
 
 
 def _late_notices(run: ActiveRun, watch: ProjectWatch, project_root: Path) -> list[Diagnostic]:
@@ -298,12 +302,37 @@ async def execute_run(
         EvalRunError: the run stopped part-way; a partial report was published.
     """
     options = options or RunOptions()
+    recording = recording_for(load_project(path), options) if options.history else None
     lock = lock_for_resume(options.resume) if options.resume is not None else None
     try:
-        return await _execute_run(path, options, host=host, on_event=on_event, control=control)
+        try:
+            outcome = await _execute_run(
+                path, options, host=host, on_event=on_event, control=control
+            )
+        except EvalRunError as exc:
+            if recording is not None:
+                await _record(recording, exc.report, exc.report_path, on_event)
+            raise
     finally:
         if lock is not None:
             lock.close()
+    if recording is None:
+        return outcome
+    recorded = await _record(recording, outcome.report, outcome.path, on_event)
+    return replace(outcome, history=recorded)
+
+
+async def _record(
+    recording: Recording,
+    report: RunReport,
+    report_path: Path,
+    on_event: ProgressCallback | None,
+) -> RecordOutcome:
+    """Record the published run in the history (a thread: the store's I/O blocks)."""
+    outcome = await anyio.to_thread.run_sync(lambda: record_run(recording, report, report_path))
+    for note in outcome.notes:
+        await call_sink(on_event, DiagnosticNotice(note))
+    return outcome
 
 
 async def _execute_run(
@@ -474,6 +503,9 @@ async def run_eval(
     alpha: float | None = None,
     html: bool = True,
     isolation: str | None = None,
+    history: bool = False,
+    history_url: str | None = None,
+    alert_webhook: str | None = None,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
@@ -510,6 +542,12 @@ async def run_eval(
         html: also write ``report.html`` (a self-contained page) beside ``report.json``.
         isolation: ``"none"`` or ``"os"`` (see docs/isolation.md), overriding
             ``eval.isolation``; ``os`` fails before any trial when unavailable.
+        history: record the published run in the history store (``eval.history``, else
+            ``.atlante/eval/history.sqlite``), alert on regressions against the blessed
+            baseline and write ``$GITHUB_STEP_SUMMARY`` (docs/history.md). The CLI's
+            ``run`` does this unless ``--no-history``.
+        history_url: the history store instead of ``eval.history``.
+        alert_webhook: POST regression alerts here instead of ``eval.alerts.webhook``.
         on_event: called (sync or async) with each progress event.
 
     Raises:

@@ -1,0 +1,248 @@
+"""After a run is published: record it in the history, alert on regressions, summarise.
+
+:func:`recording_for` resolves where (and whether) to record before the first
+trial, so a bad ``--history`` or ``eval.history`` stops the run up front (exit 2).
+:func:`record_run` runs after the report is published, also for a partial
+report: it records the run, compares it with the blessed baseline for its host
+and model, POSTs an alert when a scenario that is not quarantined regressed, and
+appends a summary to ``$GITHUB_STEP_SUMMARY`` when that is set. Nothing here can
+fail the run: every problem becomes a warning (``history-not-recorded``,
+``alert-failed``) and the run's exit status stands. The history modules (and
+SQLAlchemy) are imported only here, when a history is used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..diagnostics import Diagnostic, DiagnosticError, warning
+from ..history import HistoryLocation, history_location
+from ..project.config import Project
+from ..report import RunReport
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from ..history.alerts import AlertMessage, CauseFinder
+    from ..history.ingest import IngestResult
+    from ..history.store import HistoryStore
+
+__all__ = ["RecordOutcome", "Recording", "blessed_report", "record_run", "recording_for"]
+
+_ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """What to do after the run."""
+
+    location: HistoryLocation | None
+    """The store to record in (None: do not record)."""
+    webhook: str | None
+    """Where to POST an alert."""
+    baseline: str
+    """The blessed baseline name to compare with."""
+    step_summary: str | None
+    """``$GITHUB_STEP_SUMMARY`` when set."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome:
+    """What the after-run step did."""
+
+    ingested: IngestResult | None = None
+    """How the run was recorded (None: it was not)."""
+    store: str | None = None
+    """The store, as messages show it."""
+    alert: AlertMessage | None = None
+    """The alert, when a scenario regressed."""
+    alert_sent: bool = False
+    """The webhook took the alert."""
+    notes: list[Diagnostic] = field(default_factory=list)
+    """Warnings: what could not be done."""
+
+
+def recording_for(project: Project, options: RunOptions) -> Recording:
+    """Resolve the after-run settings of a run (before its first trial).
+
+    Raises:
+        DiagnosticError: ``history-invalid-url`` (exit 2).
+    """
+    config = project.eval
+    location = None
+    if options.history:
+        location = history_location(
+            options.history_url, configured=config.history, project_root=project.root
+        )
+    alerts = config.alerts
+    webhook = options.alert_webhook or (alerts.webhook if alerts else None)
+    return Recording(
+        location=location,
+        webhook=_expand(webhook) if webhook else None,
+        baseline=alerts.baseline if alerts else "default",
+        step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+    )
+
+
+def _expand(value: str) -> str | None:
+    """``${NAME}`` → that environment variable's value (None when unset or empty)."""
+    match = _ENV_REFERENCE.match(value.strip())
+    if match is None:
+        return value
+    return os.environ.get(match.group(1)) or None
+
+
+def record_run(
+    recording: Recording,
+    report: RunReport,
+    report_path: Path | None,
+    *,
+    cause_of: CauseFinder | None = None,
+) -> RecordOutcome:
+    """Record ``report``, then alert and summarise; problems become warnings."""
+    if recording.location is None:
+        if recording.webhook:
+            return RecordOutcome(notes=[_no_history_alert()])
+        return RecordOutcome()
+    from ..history.store import open_store
+
+    try:
+        with open_store(recording.location) as store:
+            run_dir = str(report_path.parent.absolute()) if report_path else None
+            ingested = store.ingest(
+                report,
+                report_path=str(report_path.absolute()) if report_path else None,
+                run_dir=run_dir,
+            )
+            outcome = _after(store, recording, report, report_path, cause_of)
+    except DiagnosticError as exc:
+        first = exc.diagnostics[0]
+        return RecordOutcome(
+            notes=[
+                warning(
+                    "history-not-recorded",
+                    f"the run was not recorded in the history: {first.message}",
+                    cause=first.cause,
+                    next=first.next,
+                )
+            ]
+        )
+    return RecordOutcome(
+        ingested=ingested,
+        store=recording.location.display,
+        alert=outcome.alert,
+        alert_sent=outcome.alert_sent,
+        notes=outcome.notes,
+    )
+
+
+def _no_history_alert() -> Diagnostic:
+    return warning(
+        "alert-failed",
+        "no alert: alerts compare with a blessed baseline in the history, and this run "
+        "records none (--no-history or eval.history false)",
+        next="drop --no-history, or pass --history URL",
+    )
+
+
+def _after(
+    store: HistoryStore,
+    recording: Recording,
+    report: RunReport,
+    report_path: Path | None,
+    cause_of: CauseFinder | None,
+) -> RecordOutcome:
+    """Compare with the blessed baseline; alert and write the step summary."""
+    if not recording.webhook and not recording.step_summary:
+        return RecordOutcome()
+    from ..history.alerts import (
+        AlertError,
+        post_webhook,
+        regression_alert,
+        step_summary,
+        write_step_summary,
+    )
+
+    notes: list[Diagnostic] = []
+    quarantined = store.quarantined()
+    blessing = comparison = alert = None
+    try:
+        blessing, baseline = store.baseline(
+            recording.baseline, host=report.meta.host, model=report.meta.model
+        )
+    except DiagnosticError as exc:
+        if recording.webhook:
+            notes.append(
+                warning(
+                    "alert-failed",
+                    f"no alert: {exc.diagnostics[0].message}",
+                    next=exc.diagnostics[0].next,
+                )
+            )
+    else:
+        alert, comparison = regression_alert(
+            report,
+            baseline,
+            blessing,
+            quarantined=quarantined,
+            report_file=str(report_path) if report_path else None,
+            cause_of=cause_of,
+        )
+    sent = False
+    if alert is not None and recording.webhook:
+        try:
+            post_webhook(recording.webhook, alert)
+            sent = True
+        except AlertError as exc:
+            notes.append(
+                warning(
+                    "alert-failed",
+                    f"the regression alert was not delivered: {exc}",
+                    next="check the webhook URL (--alert-webhook or eval.alerts.webhook); "
+                    "the run and its report stand",
+                )
+            )
+    if recording.step_summary:
+        text = step_summary(
+            report, blessing=blessing, comparison=comparison, quarantined=quarantined
+        )
+        try:
+            write_step_summary(text, recording.step_summary)
+        except OSError as exc:
+            notes.append(warning("alert-failed", f"the step summary was not written: {exc}"))
+    return RecordOutcome(alert=alert, alert_sent=sent, notes=notes)
+
+
+def blessed_report(project: Project, options: RunOptions, name: str) -> tuple[RunReport, str]:
+    """``run --against blessed[:NAME]``: the blessed baseline's report, and how to name it.
+
+    The baseline is the one blessed for the configured host and model (any model when
+    ``eval.model`` is unset: the newest blessing for the host).
+
+    Raises:
+        DiagnosticError: ``history-not-configured``, ``history-no-baseline`` (exit 2),
+            ``history-unavailable`` (exit 3).
+    """
+    from ..history.store import open_store
+
+    location = history_location(
+        options.history_url, configured=project.eval.history, project_root=project.root
+    )
+    if location is None:
+        raise DiagnosticError([_not_configured()])
+    with open_store(location) as store:
+        blessing, report = store.baseline(name, host=project.eval.host, model=project.eval.model)
+    return report, f"blessed:{blessing.name} (run {blessing.run_id}, {location.display})"
+
+
+def _not_configured() -> Diagnostic:
+    from ..diagnostics import error
+
+    return error(
+        "history-not-configured",
+        "no history store to read the blessed baseline from (eval.history is false)",
+        next="pass --history URL, or set eval.history (docs/history.md)",
+    )
