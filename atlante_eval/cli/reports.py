@@ -16,9 +16,10 @@ import typer
 
 from .._util.terminal import use_color
 from ..choices import DEFAULT_ALPHA, DEFAULT_MARGIN, Adjust, FailOn
-from .app import app, guarded, print_diagnostics
+from .app import app, guarded, positive_int, print_diagnostics
 
 if TYPE_CHECKING:
+    from ..history.gate import GateDecision
     from ..report.compare import CompareResult
 
 __all__ = ["compare", "compare_command", "junit", "merge", "merge_command"]
@@ -91,13 +92,34 @@ def compare(
             show_default=False,
         ),
     ] = None,
+    history: Annotated[
+        str | None,
+        typer.Option(
+            "--history",
+            metavar="URL",
+            help="The history store for BASE 'blessed[:NAME]' and the quarantine (default: "
+            "the current project's).",
+            show_default=False,
+        ),
+    ] = None,
+    gate_stable_nights: Annotated[
+        str | None,
+        typer.Option(
+            "--gate-stable-nights",
+            metavar="N",
+            help="--fail-on counts only scenarios stable over their last N recorded runs.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Compare two runs: did HEAD's harness pass more or less often than BASE's?
 
     Per scenario and overall: pass rates over graded trials (executed minus
     infra-errors) with Wilson intervals, the difference with a Newcombe interval, a
     Fisher exact p-value adjusted across scenarios, and a verdict (improved,
-    regressed, unchanged, inconclusive). Exit status: 0, or 1 when --fail-on trips;
+    regressed, unchanged, inconclusive). BASE may be 'blessed' or 'blessed:NAME',
+    the baseline blessed in the history for HEAD's host and model; --fail-on
+    ignores quarantined scenarios. Exit status: 0, or 1 when --fail-on trips;
     2 when a report cannot be read or an option is invalid; 3 when the Markdown
     summary cannot be written.
     """
@@ -113,6 +135,8 @@ def compare(
             alpha=alpha,
             margin=margin,
             adjust=adjust,
+            history=history,
+            gate_stable_nights=gate_stable_nights,
         )
 
     raise typer.Exit(guarded(action))
@@ -129,12 +153,20 @@ def compare_command(
     alpha: str | None,
     margin: str | None,
     adjust: Adjust,
+    history: str | None = None,
+    gate_stable_nights: str | None = None,
 ) -> int:
-    """Compare two reports, write and print the comparison; return the exit status."""
+    """Compare two reports, write and print the comparison; return the exit status.
+
+    BASE may be ``blessed[:NAME]``, read from the history store; ``--fail-on``
+    leaves quarantined (and, with ``--gate-stable-nights``, unstable) scenarios out.
+    """
+    from .._util.paths import display_path
     from ..diagnostics import DiagnosticError, error
-    from ..report import check_output_paths
-    from ..report.compare import compare_report_files, gate_fails
+    from ..report import check_output_paths, load_report, report_path
+    from ..report.compare import compare_reports
     from ..views.formats import COMPARE_WRITERS
+    from .compare_sides import compare_sides
 
     check_output_paths({"--markdown": markdown, "--html": html})
     alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
@@ -143,22 +175,41 @@ def compare_command(
         raise DiagnosticError(
             [error("invalid-option", "--json and --markdown - both want standard output")]
         )
-    result = compare_report_files(base, head, alpha=alpha_value, margin=margin_value, adjust=adjust)
+    nights = positive_int("--gate-stable-nights", gate_stable_nights)
+    head_file = report_path(head)
+    head_report = load_report(head_file)
+    sides = compare_sides(base, head_report, history)
+    result = compare_reports(
+        sides.base,
+        head_report,
+        base_path=sides.base_path,
+        head_path=display_path(head_file),
+        alpha=alpha_value,
+        margin=margin_value,
+        adjust=adjust,
+    )
     print_diagnostics(result.diagnostics())
+    gate = None
+    if fail_on is not None:
+        gate, notes = sides.gate(head_report, result, fail_on, stable_nights=nights)
+        print_diagnostics(notes)
     if markdown is not None and markdown != Path("-"):
         COMPARE_WRITERS["markdown"].write(result, markdown, option="--markdown")
     if html is not None:
         COMPARE_WRITERS["html"].write(result, html, option="--html")
-    _print_comparison(result, as_json=as_json, markdown=markdown == Path("-"))
-    return 1 if gate_fails(result, fail_on) else 0
+    _print_comparison(result, gate, as_json=as_json, markdown=markdown == Path("-"))
+    return 1 if gate is not None and gate.fails else 0
 
 
-def _print_comparison(result: CompareResult, *, as_json: bool, markdown: bool) -> None:
-    """The comparison on stdout: JSON, Markdown, or the table."""
+def _print_comparison(
+    result: CompareResult, gate: GateDecision | None, *, as_json: bool, markdown: bool
+) -> None:
+    """The comparison on stdout: JSON (with the gate's decision), Markdown, or the table."""
     from ..views.compare_render import render_markdown, render_text
+    from .compare_sides import with_gate
 
     if as_json:
-        sys.stdout.write(result.to_json())
+        sys.stdout.write(with_gate(result, gate))
     elif markdown:
         sys.stdout.write(render_markdown(result))
     else:

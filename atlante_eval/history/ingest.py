@@ -116,9 +116,8 @@ def _ingest(
 
 def _overlapping(connection: Connection, run_id: str, keys: Iterable[str]) -> dict[int, str]:
     """Stored runs sharing the run id or a trial key: ``{run pk: run id}``."""
-    found = dict(
-        connection.execute(select(runs.c.id, runs.c.run_id).where(runs.c.run_id == run_id)).tuples()
-    )
+    same = select(runs.c.id, runs.c.run_id).where(runs.c.run_id == run_id)
+    found = dict(connection.execute(same).tuples())
     for chunk in _chunks(sorted(keys)):
         query = (
             select(runs.c.id, runs.c.run_id)
@@ -126,7 +125,7 @@ def _overlapping(connection: Connection, run_id: str, keys: Iterable[str]) -> di
             .where(trials.c.trial_key.in_(chunk))
             .distinct()
         )
-        found.update(connection.execute(query).tuples())
+        found.update((pk, rid) for pk, rid in connection.execute(query).tuples())
     return found
 
 
