@@ -37,11 +37,12 @@ def html(
         ),
     ] = None,
     history: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--history",
-            metavar="DIR",
-            help="Render the history of every run report under DIR instead (needs -o).",
+            metavar="DIR|STORE",
+            help="Render a history instead (needs -o): of every run report under DIR, or of "
+            "a history store (a SQLite file, sqlite:///PATH or postgresql://...).",
             show_default=False,
         ),
     ] = None,
@@ -50,6 +51,8 @@ def html(
 
     With --history DIR: one page over every report under DIR (a project's
     .atlante/eval, or a folder of CI artifacts), oldest first, selftests left out.
+    With --history STORE: a scenarios x runs heat map and per-scenario trends from
+    the history store.
     Exit status: 0, 2 when a report cannot be read or an option is invalid, 3 when
     the page cannot be written.
     """
@@ -71,7 +74,9 @@ def html(
             )
         check_output_paths({"--output": output})
         if history is not None:
-            return _history(history, output)
+            if "://" in history or Path(history).is_file():
+                return _store_history(history, output)
+            return _history(Path(history), output)
         assert report is not None
         return _report(report, output)
 
@@ -119,6 +124,43 @@ def _refuse_foreign(target: Path) -> None:
                 )
             ]
         )
+
+
+def _needs_output(source: str, output: Path | None) -> Path:
+    from ..diagnostics import DiagnosticError, error
+
+    if output is None:
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    "--history needs -o FILE: where to write the page",
+                    next=f"e.g. `atlante-eval html --history {source} -o history.html`",
+                )
+            ]
+        )
+    return output
+
+
+def _store_history(source: str, output: Path | None) -> int:
+    from ..history import parse_history_url
+    from ..history.store import RunFilter, open_store
+    from ..views.formats import ReportWriter
+    from ..views.html.history import MAX_HISTORY_REPORTS
+    from ..views.html.history_store import store_history_page
+    from ..views.html.render import render_store_history_html
+
+    target = _needs_output(source, output)
+    location = parse_history_url(source)
+    with open_store(location) as store:
+        runs, matrix = store.matrix(RunFilter(limit=MAX_HISTORY_REPORTS))
+        page = store_history_page(location.display, runs, matrix, store.quarantined())
+    writer: ReportWriter[None] = ReportWriter(
+        "HTML history", lambda _: render_store_history_html(page)
+    )
+    writer.write(None, target, option="--output")
+    typer.echo(f"html: {target} ({len(runs)} runs from {location.display})")
+    return 0
 
 
 def _history(directory: Path, output: Path | None) -> int:

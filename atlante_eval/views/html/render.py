@@ -19,8 +19,15 @@ if TYPE_CHECKING:
     from ...report import RunReport
     from ...report.compare import CompareResult
     from .history import LoadedReport
+    from .history_store import StorePage
 
-__all__ = ["GENERATOR", "render_compare_html", "render_history_html", "render_run_html"]
+__all__ = [
+    "GENERATOR",
+    "render_compare_html",
+    "render_history_html",
+    "render_run_html",
+    "render_store_history_html",
+]
 
 #: The ``<meta name="generator">`` of every page (``html`` replaces only files that carry it).
 GENERATOR = "atlante-eval"
@@ -120,3 +127,8 @@ def render_history_html(directory: Path, reports: list[LoadedReport]) -> bytes:
     from .history import history_page
 
     return _render("history.html.j2", page=history_page(directory, reports))
+
+
+def render_store_history_html(page: StorePage) -> bytes:
+    """The history page drawn from the history store (:mod:`.history_store`)."""
+    return _render("history_store.html.j2", page=page)
