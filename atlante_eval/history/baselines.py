@@ -169,7 +169,7 @@ def load_run_report(connection: Connection, run_id: str) -> RunReport:
         raise _missing_run(run_id)
     by_scenario: dict[int, list[dict[str, Any]]] = {}
     query = select(trials.c.scenario_pk, trials.c.document).where(trials.c.run_pk == row["id"])
-    for scenario_pk, document in connection.execute(query.order_by(trials.c.i)).tuples():
+    for scenario_pk, document in connection.execute(query.order_by(trials.c.i)):
         by_scenario.setdefault(scenario_pk, []).append(document)
     results: dict[str, Any] = {}
     query = select(scenarios.c.id, scenarios.c.name, scenarios.c.document)

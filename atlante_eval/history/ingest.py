@@ -102,22 +102,32 @@ def _ingest(
             if keys <= stored and (keys or same_id) and _trial_count(connection, run_pk) >= count:
                 return IngestResult(run_id, "unchanged", count)
         _lock(connection, list(overlapping))
-    run_pk = _insert_run(connection, report, report_path, run_dir, list(overlapping.values()))
-    for name, result in report.scenarios.items():
-        _insert_scenario(connection, run_pk, name, result)
+    absorbed = list(overlapping.values())
+    if report.run_id in absorbed:  # the same run id, re-recorded with more trials
+        connection.execute(
+            update(runs).where(runs.c.run_id == report.run_id).values(run_id=f"{report.run_id}~")
+        )
+        absorbed.remove(report.run_id)
+    run_pk = _insert_run(connection, report, report_path, run_dir, absorbed)
     if overlapping:
+        # The superseded runs' blessings move to the new run; then they go, trials and all,
+        # before the new trials take their keys.
         connection.execute(
             update(baselines).where(baselines.c.run_pk.in_(list(overlapping))).values(run_pk=run_pk)
         )
         connection.execute(delete(runs).where(runs.c.id.in_(list(overlapping))))
-        return IngestResult(report.run_id, "replaced", count, sorted(overlapping.values()))
+    for name, result in report.scenarios.items():
+        _insert_scenario(connection, run_pk, name, result)
+    if overlapping:
+        return IngestResult(report.run_id, "replaced", count, sorted(absorbed))
     return IngestResult(report.run_id, "recorded", count)
 
 
 def _overlapping(connection: Connection, run_id: str, keys: Iterable[str]) -> dict[int, str]:
     """Stored runs sharing the run id or a trial key: ``{run pk: run id}``."""
     same = select(runs.c.id, runs.c.run_id).where(runs.c.run_id == run_id)
-    found = dict(connection.execute(same).tuples())
+    # not dict(result): a Result has keys(), so dict() would read it as a mapping
+    found = {pk: rid for pk, rid in connection.execute(same)}  # noqa: C416
     for chunk in _chunks(sorted(keys)):
         query = (
             select(runs.c.id, runs.c.run_id)
@@ -125,7 +135,7 @@ def _overlapping(connection: Connection, run_id: str, keys: Iterable[str]) -> di
             .where(trials.c.trial_key.in_(chunk))
             .distinct()
         )
-        found.update((pk, rid) for pk, rid in connection.execute(query).tuples())
+        found.update((pk, rid) for pk, rid in connection.execute(query))
     return found
 
 
@@ -134,7 +144,7 @@ def _keys_of(connection: Connection, run_pks: Iterable[int]) -> dict[int, set[st
     query = select(trials.c.run_pk, trials.c.trial_key).where(
         trials.c.run_pk.in_(list(run_pks)), trials.c.trial_key.is_not(None)
     )
-    for run_pk, key in connection.execute(query).tuples():
+    for run_pk, key in connection.execute(query):
         held.setdefault(run_pk, set()).add(key)
     return held
 
