@@ -55,10 +55,10 @@ class Database:
 
 @contextmanager
 def translated(location: HistoryLocation) -> Iterator[None]:
-    """Turn a database error into ``history-unavailable`` (exit 3)."""
+    """Turn a database (or file system) error into ``history-unavailable`` (exit 3)."""
     try:
         yield
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, OSError) as exc:
         cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         raise DiagnosticError(
             [

@@ -20,7 +20,7 @@ from . import baselines as _baselines
 from . import quarantine as _quarantine
 from .database import Database, open_database
 from .ingest import IngestResult, ingest_report
-from .location import HistoryLocation
+from .location import DEFAULT_BASELINE, HistoryLocation
 from .models import Blessing, FlakyScenario, HistoryRun, Quarantine, ScenarioHistory, ScenarioNight
 from .queries import RunFilter, flaky_scenarios, list_runs, run_matrix, scenario_history
 
@@ -138,7 +138,9 @@ class HistoryStore:
 
     # --- baselines -------------------------------------------------------------------
 
-    def bless(self, run_id: str, *, name: str, reason: str, by: str | None = None) -> Blessing:
+    def bless(
+        self, run_id: str, *, reason: str, name: str = DEFAULT_BASELINE, by: str | None = None
+    ) -> Blessing:
         """Bless a stored run as baseline ``name`` for its host, model and arm."""
         return _baselines.bless_run(
             self._database, run_id, name=name, by=by or actor(), reason=reason
