@@ -34,6 +34,12 @@ _DEFERRED = (
     "regex",  # the check matcher: loaded with the first pattern a scenario declares
     "rich",
     "structlog",
+    # the history store: opened after the report is published, never before a session
+    "atlante_eval.history.store",
+    "atlante_eval.history.database",
+    "sqlalchemy",
+    "alembic",
+    "psycopg",
 )
 
 
