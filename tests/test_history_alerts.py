@@ -198,3 +198,25 @@ def test_an_unreachable_store_does_not_fail_the_run(tmp_path: Path) -> None:
     assert outcome.report.exit_code() == 0
     assert outcome.history is not None
     assert [n.code for n in outcome.history.notes] == ["history-not-recorded"]
+
+
+def test_history_ingest_alerts_like_run(store_url: str, tmp_path: Path, listener: Listener) -> None:
+    """`history ingest --alert-webhook` (a merged nightly report) alerts on a regression."""
+    from historykit import dated_report, invoke
+    from reports import counts, write
+
+    base = write(tmp_path / "base", dated_report(1, {"task": counts(8), "ok": counts(8)}))
+    head = write(tmp_path / "head", dated_report(2, {"task": counts(0, 8), "ok": counts(8)}))
+    assert invoke("history", "bless", base, "--reason", "r", "--history", store_url).exit_code == 0
+    result = invoke(
+        "history", "ingest", head, "--alert-webhook", listener.url, "--history", store_url
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "alert: sent: regressed against blessed baseline: task" in result.stdout
+    [body] = listener.bodies
+    assert [s["scenario"] for s in body["regressed"]] == ["task"]
+    again = invoke(
+        "history", "ingest", head, "--alert-webhook", listener.url, "--history", store_url
+    )
+    assert again.exit_code == 0
+    assert len(listener.bodies) == 1  # an already recorded run alerts no more

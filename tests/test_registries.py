@@ -93,3 +93,11 @@ def test_writer_tables_have_exactly_their_formats() -> None:
     """Each writer table has exactly the formats its Literal names."""
     assert set(RUN_REPORT_WRITERS) == set(get_args(RunReportFormat))
     assert set(COMPARE_WRITERS) == set(get_args(CompareFormat))
+
+
+def test_every_history_backend_has_one_entry() -> None:
+    """The history backends table has exactly the keys of ``choices.HistoryBackend``."""
+    from atlante_eval.choices import HistoryBackend
+    from atlante_eval.history.backends import BACKENDS
+
+    assert set(BACKENDS) == set(get_args(HistoryBackend))

@@ -17,8 +17,10 @@ import typer
 from .app import _App, app, guarded, positive_int, print_diagnostics, print_json
 
 if TYPE_CHECKING:
+    from ..diagnostics import Diagnostic
     from ..history import HistoryLocation
-    from ..history.store import RunFilter
+    from ..history.ingest import IngestResult
+    from ..history.store import HistoryStore, RunFilter
 
 __all__ = ["history_app", "quarantine_app"]
 
@@ -169,6 +171,22 @@ def ingest(
             show_default=False,
         ),
     ],
+    alert_webhook: Annotated[
+        str | None,
+        typer.Option(
+            "--alert-webhook",
+            metavar="URL",
+            help="After recording, alert here as `run` does when a newly recorded run "
+            "regressed against the blessed baseline (and write $GITHUB_STEP_SUMMARY).",
+            show_default=False,
+        ),
+    ] = None,
+    baseline: Annotated[
+        str,
+        typer.Option(
+            "--baseline", metavar="NAME", help="The blessed baseline alerts compare with."
+        ),
+    ] = "default",
     history: HistoryOption = None,
     project: ProjectOption = None,
     as_json: JsonOption = False,
@@ -176,8 +194,10 @@ def ingest(
     """Record reports in the history; recording the same run twice keeps one run.
 
     A merged report supersedes its shards already recorded, a resumed run the
-    interrupted run it finished. Exit status: 0; 2 for an unreadable report or an
-    invalid option; 3 when the store cannot be used.
+    interrupted run it finished. With --alert-webhook, each newly recorded run is
+    compared with its blessed baseline and alerted on as `run` does (a failed alert
+    is a warning). Exit status: 0; 2 for an unreadable report or an invalid option;
+    3 when the store cannot be used.
     """
 
     def action() -> int:
@@ -185,13 +205,20 @@ def ingest(
         from ..views.history_render import render_ingested
 
         location = store_location(history, project, must_exist=False)
-        results, notes = [], []
+        results: list[IngestResult] = []
+        notes: list[Diagnostic] = []
+        alerts: list[str] = []
         with open_store(location) as store:
             for path in reports:
                 done, said = store.ingest_path(path)
                 results.extend(done)
                 notes.extend(said)
+            if alert_webhook is not None:
+                alerts, said = _alert(store, location, results, alert_webhook, baseline)
+                notes.extend(said)
         print_diagnostics(notes)
+        for line in alerts:
+            typer.echo(line, err=as_json)
         if as_json:
             print_json(
                 [
@@ -209,6 +236,36 @@ def ingest(
         return 0
 
     raise typer.Exit(guarded(action))
+
+
+def _alert(
+    store: HistoryStore,
+    location: HistoryLocation,
+    results: list[IngestResult],
+    webhook: str,
+    baseline: str,
+) -> tuple[list[str], list[Diagnostic]]:
+    """Alert on each newly recorded run, as ``run`` does after recording itself."""
+    import os
+
+    from ..run.record import Recording, alert_after, expand_webhook
+    from .run import history_lines
+
+    recording = Recording(
+        location=location,
+        webhook=expand_webhook(webhook),
+        baseline=baseline,
+        step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+    )
+    lines: list[str] = []
+    notes: list[Diagnostic] = []
+    for result in results:
+        if result.status == "unchanged":
+            continue
+        outcome = alert_after(store, recording, store.report(result.run_id), None)
+        lines.extend(history_lines(outcome))
+        notes.extend(outcome.notes)
+    return lines, notes
 
 
 @history_app.command("list")

@@ -30,7 +30,15 @@ if TYPE_CHECKING:
     from ..history.ingest import IngestResult
     from ..history.store import HistoryStore
 
-__all__ = ["RecordOutcome", "Recording", "blessed_report", "record_run", "recording_for"]
+__all__ = [
+    "RecordOutcome",
+    "Recording",
+    "alert_after",
+    "blessed_report",
+    "expand_webhook",
+    "record_run",
+    "recording_for",
+]
 
 _ENV_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
@@ -81,13 +89,13 @@ def recording_for(project: Project, options: RunOptions) -> Recording:
     webhook = options.alert_webhook or (alerts.webhook if alerts else None)
     return Recording(
         location=location,
-        webhook=_expand(webhook) if webhook else None,
+        webhook=expand_webhook(webhook) if webhook else None,
         baseline=alerts.baseline if alerts else "default",
         step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
     )
 
 
-def _expand(value: str) -> str | None:
+def expand_webhook(value: str) -> str | None:
     """``${NAME}`` → that environment variable's value (None when unset or empty)."""
     match = _ENV_REFERENCE.match(value.strip())
     if match is None:
@@ -117,7 +125,7 @@ def record_run(
                 report_path=str(report_path.absolute()) if report_path else None,
                 run_dir=run_dir,
             )
-            outcome = _after(store, recording, report, report_path, cause_of)
+            outcome = alert_after(store, recording, report, report_path, cause_of)
     except DiagnosticError as exc:
         first = exc.diagnostics[0]
         return RecordOutcome(
@@ -148,14 +156,14 @@ def _no_history_alert() -> Diagnostic:
     )
 
 
-def _after(
+def alert_after(
     store: HistoryStore,
     recording: Recording,
     report: RunReport,
     report_path: Path | None,
-    cause_of: CauseFinder | None,
+    cause_of: CauseFinder | None = None,
 ) -> RecordOutcome:
-    """Compare with the blessed baseline; alert and write the step summary."""
+    """Compare a recorded run with its blessed baseline; alert and write the step summary."""
     if not recording.webhook and not recording.step_summary:
         return RecordOutcome()
     from ..history.alerts import (
