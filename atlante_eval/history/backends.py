@@ -19,6 +19,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 
 from ..choices import HistoryBackend
+from ..report import PublishError
+from ..report.publish import ensure_gitignore
 from .location import HistoryLocation
 
 __all__ = ["BACKENDS", "BUSY_TIMEOUT_S", "WRITE_OPTION", "Backend"]
@@ -42,6 +44,12 @@ class Backend:
 def _sqlite_engine(location: HistoryLocation) -> Engine:
     assert location.path is not None
     location.path.parent.mkdir(parents=True, exist_ok=True)
+    if location.path.parent.name == "eval" and location.path.parent.parent.name == ".atlante":
+        # A project's own store: keep it out of git as the run directories are.
+        try:
+            ensure_gitignore(location.path.parent.parent)
+        except PublishError as exc:
+            raise OSError(str(exc)) from None
     engine = create_engine(
         location.url, poolclass=NullPool, connect_args={"timeout": BUSY_TIMEOUT_S}
     )
