@@ -19,6 +19,8 @@ from ._version import __version__ as __version__
 #: Every public name, by the module (under ``atlante_eval``) that defines it.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "diagnostics": ("Diagnostic", "DiagnosticError"),
+    "history.location": ("parse_history_url",),
+    "history.store": ("HistoryStore", "open_store"),
     "hosts": ("Host", "HostError", "SessionEnd", "SessionUsage", "TrialContext"),
     "project.suite": ("Suite", "load_suite"),
     "report.compare": ("CompareResult", "compare_reports"),
@@ -46,6 +48,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic as Diagnostic
     from .diagnostics import DiagnosticError as DiagnosticError
+    from .history.location import parse_history_url as parse_history_url
+    from .history.store import HistoryStore as HistoryStore
+    from .history.store import open_store as open_store
     from .hosts import Host as Host
     from .hosts import HostError as HostError
     from .hosts import SessionEnd as SessionEnd
