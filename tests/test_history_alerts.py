@@ -220,3 +220,25 @@ def test_history_ingest_alerts_like_run(store_url: str, tmp_path: Path, listener
     )
     assert again.exit_code == 0
     assert len(listener.bodies) == 1  # an already recorded run alerts no more
+
+
+def test_an_adaptive_run_against_the_blessed_baseline(store_url: str, tmp_path: Path) -> None:
+    """`run --until-decided --against blessed` reads BASE from the history store."""
+    base = _blessed_baseline(tmp_path, store_url)
+    head = anyio.run(
+        partial(
+            run_eval,
+            _project(tmp_path / "bad", BAD),
+            host=StandinHost(),
+            trials=4,
+            out=tmp_path / "reports",
+            against="blessed",
+            until_decided=True,
+            max_trials=6,
+            history_url=store_url,
+        )
+    )
+    assert head.adaptive is not None
+    assert head.adaptive.baseline_run_id == base.run_id
+    assert head.adaptive.baseline.startswith(f"blessed:default (run {base.run_id}")
+    assert head.adaptive.scenarios["task"].decision == "regressed"

@@ -20,6 +20,17 @@ def blessed_base(
     """The baseline ``name`` blessed for HEAD's host and model, and how to name it."""
     if location is None:
         raise DiagnosticError([_not_configured("blessed baselines")])
+    if location.path is not None and not location.path.exists():
+        raise DiagnosticError(
+            [
+                error(
+                    "history-no-baseline",
+                    f"no history store at {location.display}, so no baseline is blessed",
+                    next="record runs (`atlante-eval run`, `history ingest`) and bless one "
+                    'with `atlante-eval history bless RUN_ID --reason "..."`',
+                )
+            ]
+        )
     with open_store(location) as store:
         blessing, report = store.baseline(name, host=head.meta.host, model=head.meta.model)
     return report, f"blessed:{blessing.name} (run {blessing.run_id})"

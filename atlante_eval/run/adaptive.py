@@ -109,12 +109,13 @@ def load_settings(
 
 
 def settings_from_options(
-    options: RunOptions, trials: int, project: Project | None = None
+    options: RunOptions, trials: int, project: Project | None = None, host: str | None = None
 ) -> AdaptiveSettings:
     """Read ``--against`` and resolve the adaptive bounds of ``options`` (before any trial).
 
     ``--against blessed[:NAME]`` (when no such file exists) reads the blessed baseline
-    from the project's history store.
+    from the project's history store: the one blessed for ``host`` (default the
+    configured host) and the configured model.
     """
     assert options.against is not None
     baseline = None
@@ -122,7 +123,7 @@ def settings_from_options(
     if name is not None and project is not None and not options.against.exists():
         from .record import blessed_report
 
-        baseline = blessed_report(project, options, name)
+        baseline = blessed_report(project, options, name, host=host)
     return load_settings(
         options.against,
         baseline=baseline,

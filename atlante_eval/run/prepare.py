@@ -119,7 +119,7 @@ async def prepare_run(
     options = _fit_jobs(options, notices)
     await announce(on_event, notices)
     model = suite.project.eval.model
-    budget, settings = await _budget(suite, options)
+    budget, settings = await _budget(suite, options, host.name if host else None)
     ready_host, isolation = await _ready_host(host, suite, options)
     notices.extend(await announce(on_event, _model_notes(ready_host, model)))
     plan = make_plan(selected, budget)
@@ -227,7 +227,9 @@ def _fit_jobs(options: RunOptions, notices: list[Diagnostic]) -> RunOptions:
     return options.model_copy(update={"jobs": jobs})
 
 
-async def _budget(suite: Suite, options: RunOptions) -> tuple[MetaConfig, AdaptiveSettings | None]:
+async def _budget(
+    suite: Suite, options: RunOptions, host: str | None = None
+) -> tuple[MetaConfig, AdaptiveSettings | None]:
     """The run's budget, raised to ``--until-decided``'s most trials when that is on."""
     budget = resolve_budget(suite.project.eval.budget, trials=options.trials)
     if not options.until_decided:
@@ -236,7 +238,7 @@ async def _budget(suite: Suite, options: RunOptions) -> tuple[MetaConfig, Adapti
     from .adaptive import settings_from_options
 
     settings = await anyio.to_thread.run_sync(
-        settings_from_options, options, budget.trials, suite.project
+        settings_from_options, options, budget.trials, suite.project, host
     )
     trials = max(settings.max_trials, budget.trials)
     return budget.model_copy(update={"trials": trials}), settings

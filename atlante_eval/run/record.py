@@ -224,7 +224,9 @@ def alert_after(
     return RecordOutcome(alert=alert, alert_sent=sent, notes=notes)
 
 
-def blessed_report(project: Project, options: RunOptions, name: str) -> tuple[RunReport, str]:
+def blessed_report(
+    project: Project, options: RunOptions, name: str, *, host: str | None = None
+) -> tuple[RunReport, str]:
     """``run --against blessed[:NAME]``: the blessed baseline's report, and how to name it.
 
     The baseline is the one blessed for the configured host and model (any model when
@@ -241,8 +243,23 @@ def blessed_report(project: Project, options: RunOptions, name: str) -> tuple[Ru
     )
     if location is None:
         raise DiagnosticError([_not_configured()])
+    if location.path is not None and not location.path.exists():
+        from ..diagnostics import error
+
+        raise DiagnosticError(
+            [
+                error(
+                    "history-no-baseline",
+                    f"no history store at {location.display}, so no baseline is blessed",
+                    next="bless a recorded run with "
+                    '`atlante-eval history bless RUN_ID --reason "..."`',
+                )
+            ]
+        )
     with open_store(location) as store:
-        blessing, report = store.baseline(name, host=project.eval.host, model=project.eval.model)
+        blessing, report = store.baseline(
+            name, host=host or project.eval.host, model=project.eval.model
+        )
     return report, f"blessed:{blessing.name} (run {blessing.run_id}, {location.display})"
 
 
