@@ -335,10 +335,14 @@ async def _run_async(
 
 def history_lines(outcome: RecordOutcome) -> list[str]:
     """What the after-run step did, one line each (``history: …``, ``alert: …``)."""
+    from .._util.paths import display_path
+
     lines = []
     if outcome.ingested is not None:
         verb = {"recorded": "recorded", "unchanged": "already recorded", "replaced": "recorded"}
-        line = f"history: {verb[outcome.ingested.status]} in {outcome.store}"
+        store = outcome.store or ""
+        shown = display_path(Path(store), Path.cwd()) if store.startswith("/") else store
+        line = f"history: {verb[outcome.ingested.status]} in {shown}"
         if outcome.ingested.absorbed:
             line += f" (superseding {', '.join(outcome.ingested.absorbed)})"
         lines.append(printable(line))

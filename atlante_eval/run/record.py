@@ -83,7 +83,10 @@ def recording_for(project: Project, options: RunOptions) -> Recording:
     location = None
     if options.history:
         location = history_location(
-            options.history_url, configured=config.history, project_root=project.root
+            options.history_url,
+            configured=config.history,
+            project_root=project.root,
+            report_base=options.out.absolute() if options.out is not None else None,
         )
     alerts = config.alerts
     webhook = options.alert_webhook or (alerts.webhook if alerts else None)
