@@ -22,7 +22,16 @@ if TYPE_CHECKING:
     from ..history.ingest import IngestResult
     from ..history.store import HistoryStore, RunFilter
 
-__all__ = ["history_app", "quarantine_app"]
+__all__ = [
+    "ByOption",
+    "HistoryOption",
+    "JsonOption",
+    "ProjectOption",
+    "day_option",
+    "history_app",
+    "quarantine_app",
+    "store_location",
+]
 
 _SETTINGS = {"help_option_names": ["-h", "--help"]}
 history_app = _App(
@@ -126,7 +135,7 @@ def store_location(
     return location
 
 
-def _day(flag: str, raw: str | None) -> date | None:
+def day_option(flag: str, raw: str | None) -> date | None:
     from ..diagnostics import DiagnosticError, error
 
     if raw is None:
@@ -149,7 +158,7 @@ def _filter(
 ) -> RunFilter:
     from ..history.store import RunFilter
 
-    first, last = _day("--since", since), _day("--until", until)
+    first, last = day_option("--since", since), day_option("--until", until)
     return RunFilter(
         host=host,
         model=model,
@@ -487,122 +496,6 @@ def baselines(
             print_json([b.model_dump(mode="json", by_alias=True) for b in found])
         else:
             typer.echo(render_blessings(found))
-        return 0
-
-    raise typer.Exit(guarded(action))
-
-
-@quarantine_app.command("add")
-def quarantine_add(
-    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="The scenario name.")],
-    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why (recorded).")],
-    owner: Annotated[
-        str | None,
-        typer.Option("--owner", metavar="NAME", help="Who is fixing it.", show_default=False),
-    ] = None,
-    until: Annotated[
-        str | None,
-        typer.Option(
-            "--until",
-            metavar="DATE",
-            help="Last day of the quarantine (YYYY-MM-DD, UTC); it ends by itself after.",
-            show_default=False,
-        ),
-    ] = None,
-    by: ByOption = None,
-    history: HistoryOption = None,
-    project: ProjectOption = None,
-) -> None:
-    """Quarantine a scenario: it still runs and is reported, --fail-on gates ignore it."""
-
-    def action() -> int:
-        from .._util.terminal import printable
-        from ..diagnostics import DiagnosticError, error
-        from ..history.quarantine import today
-        from ..history.store import open_store
-
-        last_day = _day("--until", until)
-        if last_day is not None and last_day.isoformat() < today():
-            raise DiagnosticError(
-                [
-                    error(
-                        "invalid-option", f"--until {until} is in the past (today is {today()} UTC)"
-                    )
-                ]
-            )
-        if not reason.strip() or not scenario.strip():
-            raise DiagnosticError(
-                [error("invalid-option", "SCENARIO and --reason must not be empty")]
-            )
-        with open_store(store_location(history, project, must_exist=False)) as store:
-            held = store.quarantine(
-                scenario, reason=reason.strip(), owner=owner, until=last_day, by=by
-            )
-        typer.echo(
-            printable(
-                f"quarantined {held.scenario}"
-                + (f" until {held.until}" if held.until else "")
-                + f": {held.reason}"
-            )
-        )
-        return 0
-
-    raise typer.Exit(guarded(action))
-
-
-@quarantine_app.command("remove")
-def quarantine_remove(
-    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="The scenario name.")],
-    by: ByOption = None,
-    history: HistoryOption = None,
-    project: ProjectOption = None,
-) -> None:
-    """End a scenario's quarantine: gates count it again."""
-
-    def action() -> int:
-        from .._util.terminal import printable
-        from ..diagnostics import DiagnosticError, error
-        from ..history.store import open_store
-
-        with open_store(store_location(history, project, must_exist=True)) as store:
-            ended = store.release(scenario, by=by)
-        if not ended:
-            raise DiagnosticError(
-                [
-                    error(
-                        "history-not-found",
-                        f"{scenario!r} is not quarantined",
-                        next="see `atlante-eval history quarantine list`",
-                    )
-                ]
-            )
-        typer.echo(printable(f"released {scenario} from quarantine"))
-        return 0
-
-    raise typer.Exit(guarded(action))
-
-
-@quarantine_app.command("list")
-def quarantine_list(
-    everything: Annotated[
-        bool, typer.Option("--all", help="Also removed and expired quarantines.")
-    ] = False,
-    history: HistoryOption = None,
-    project: ProjectOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """List quarantined scenarios (those in force; --all: every one ever)."""
-
-    def action() -> int:
-        from ..history.store import open_store
-        from ..views.history_render import render_quarantines
-
-        with open_store(store_location(history, project, must_exist=True)) as store:
-            held = store.quarantines(everything=everything)
-        if as_json:
-            print_json([q.model_dump(mode="json", by_alias=True) for q in held])
-        else:
-            typer.echo(render_quarantines(held))
         return 0
 
     raise typer.Exit(guarded(action))
