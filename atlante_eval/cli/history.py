@@ -107,7 +107,21 @@ def store_location(
     if history is not None:
         location = parse_history_url(history)
     else:
-        loaded = load_project(project)
+        try:
+            loaded = load_project(project)
+        except DiagnosticError as exc:
+            if exc.diagnostics[0].code != "eval-not-configured":
+                raise
+            raise DiagnosticError(
+                [
+                    error(
+                        "history-not-configured",
+                        f"no history store: {exc.diagnostics[0].message}",
+                        next="pass --history URL (a SQLite file or postgresql://...), or "
+                        "--project PATH",
+                    )
+                ]
+            ) from None
         found = history_location(None, configured=loaded.eval.history, project_root=loaded.root)
         if found is None:
             raise DiagnosticError(
