@@ -209,7 +209,7 @@ def test_json_prints_exactly_the_report_and_out_is_relative_to_cwd(
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     before = tree_listing(root)
-    result = invoke(str(root), "--json", "--out", "reports")
+    result = invoke(str(root), "--json", "--out", "reports", "--no-history")
     assert result.exit_code == 0
     [run_dir] = [p for p in (elsewhere / "reports").iterdir() if p.is_dir()]
     assert result.stdout == (run_dir / "report.json").read_text()

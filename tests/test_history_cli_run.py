@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from factory import make_project, scenario, tree_listing, write_json
+from factory import make_project, scenario, write_json
 from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
@@ -69,18 +69,33 @@ def test_no_history_writes_no_store(tmp_path: Path) -> None:
     assert not (root / ".atlante" / "eval" / "history.sqlite").exists()
 
 
-def test_out_keeps_the_store_beside_the_runs(
+def test_out_records_into_the_project_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """run --out DIR records into DIR/history.sqlite and leaves the project alone."""
+    """run --out DIR publishes there and records into the project's store, where the
+    history commands look; DIR holds the run directory only."""
     root = _project(tmp_path)
     monkeypatch.chdir(tmp_path)
-    before = tree_listing(root)
     result = _invoke("run", root, "--out", "reports")
     assert result.exit_code == 0
-    assert "history: recorded in reports/history.sqlite" in result.stdout.splitlines()
-    assert (tmp_path / "reports" / "history.sqlite").is_file()
-    assert tree_listing(root) == before
+    assert "history: recorded in project/.atlante/eval/history.sqlite" in result.stdout
+    assert [p.is_dir() for p in (tmp_path / "reports").iterdir()] == [True]
+    listed = json.loads(_invoke("history", "list", "--project", root, "--json").stdout)
+    assert listed[0]["reportPath"].startswith(str(tmp_path / "reports"))
+
+
+def test_a_symlinked_store_directory_is_refused(tmp_path: Path) -> None:
+    """A .atlante/eval that is a symbolic link gets no store written through it."""
+    root = _project(tmp_path)
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (root / ".atlante").mkdir(exist_ok=True)
+    (root / ".atlante" / "eval").symlink_to(target)
+    result = _invoke("history", "ingest", tmp_path, "--project", root)
+    assert result.exit_code == 3
+    assert "error [history-unavailable]" in result.stderr
+    assert "symbolic link" in result.stderr
+    assert list(target.iterdir()) == []
 
 
 def test_a_bad_history_url_stops_before_any_trial(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from sqlalchemy.pool import NullPool
 
 from ..choices import HistoryBackend
 from ..report import PublishError
-from ..report.publish import ensure_gitignore
+from ..report.publish import check_below, ensure_gitignore
 from .location import HistoryLocation
 
 __all__ = ["BACKENDS", "BUSY_TIMEOUT_S", "WRITE_OPTION", "Backend"]
@@ -43,13 +43,19 @@ class Backend:
 
 def _sqlite_engine(location: HistoryLocation) -> Engine:
     assert location.path is not None
-    location.path.parent.mkdir(parents=True, exist_ok=True)
-    if location.path.parent.name == "eval" and location.path.parent.parent.name == ".atlante":
-        # A project's own store: keep it out of git as the run directories are.
-        try:
-            ensure_gitignore(location.path.parent.parent)
-        except PublishError as exc:
-            raise OSError(str(exc)) from None
+    atlante = location.path.parent.parent
+    ours = location.path.parent.name == "eval" and atlante.name == ".atlante"
+    try:
+        if ours:
+            # A project's own store: every part below the project root is ours and must
+            # be a real directory (as for the run directories), and stays out of git.
+            check_below(atlante.parent, location.path)
+        location.path.parent.mkdir(parents=True, exist_ok=True)
+        if ours:
+            check_below(atlante.parent, location.path)
+            ensure_gitignore(atlante)
+    except PublishError as exc:
+        raise OSError(str(exc)) from None
     engine = create_engine(
         location.url, poolclass=NullPool, connect_args={"timeout": BUSY_TIMEOUT_S}
     )

@@ -83,12 +83,10 @@ def history_location(
     *,
     configured: str | bool | None,
     project_root: Path | None,
-    report_base: Path | None = None,
 ) -> HistoryLocation | None:
-    """The store a command uses: ``--history``, else ``eval.history``, else the default.
+    """The store a command uses: ``--history``, else ``eval.history``, else the default,
+    ``<project>/.atlante/eval/history.sqlite`` (also when ``run --out`` publishes elsewhere).
 
-    The default is ``history.sqlite`` in the report base: ``report_base`` when a run
-    publishes elsewhere (``run --out DIR``), else ``<project>/.atlante/eval``.
     Returns None when ``eval.history`` is ``false`` (and no option overrides it) or
     when there is neither an option nor a project.
     """
@@ -98,8 +96,6 @@ def history_location(
         return None
     if isinstance(configured, str):
         return parse_history_url(configured, base=project_root)
-    if report_base is not None:
-        return _sqlite(report_base / DEFAULT_HISTORY_FILE.name, None)
     if project_root is None:
         return None
     return _sqlite(project_root / DEFAULT_HISTORY_FILE, None)

@@ -82,11 +82,9 @@ def recording_for(project: Project, options: RunOptions) -> Recording:
     config = project.eval
     location = None
     if options.history:
+        # The project's store, whatever --out says: the history commands read it there.
         location = history_location(
-            options.history_url,
-            configured=config.history,
-            project_root=project.root,
-            report_base=options.out.absolute() if options.out is not None else None,
+            options.history_url, configured=config.history, project_root=project.root
         )
     alerts = config.alerts
     webhook = options.alert_webhook or (alerts.webhook if alerts else None)
