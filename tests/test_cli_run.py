@@ -184,7 +184,6 @@ def test_summary_lists_scenarios_host_model_and_report_path(
         "",
         f"report project/.atlante/eval/{run_dir.name}/report.json",
         f"html project/.atlante/eval/{run_dir.name}/report.html",
-        "history: recorded in project/.atlante/eval/history.sqlite",
     ]
     assert "trial 0" not in result.stdout
 

@@ -328,29 +328,23 @@ async def _run_async(
     assert outcome is not None
     _print_outcome(outcome.report, outcome.path, as_json=as_json)
     if outcome.history is not None:
+        # On stderr, as the progress is: stdout keeps the summary (or the report JSON).
         for line in history_lines(outcome.history):
-            typer.echo(line, err=as_json)
+            typer.echo(line, err=True)
     return _write_junit(outcome.report, junit) or outcome.report.exit_code()
 
 
 def history_lines(outcome: RecordOutcome) -> list[str]:
-    """What the after-run step did, one line each (``history: …``, ``alert: …``)."""
-    from .._util.paths import display_path
+    """What the after-run step has to say beyond warnings: an alert it sent (or not).
 
-    lines = []
-    if outcome.ingested is not None:
-        verb = {"recorded": "recorded", "unchanged": "already recorded", "replaced": "recorded"}
-        store = outcome.store or ""
-        shown = display_path(Path(store), Path.cwd()) if store.startswith("/") else store
-        line = f"history: {verb[outcome.ingested.status]} in {shown}"
-        if outcome.ingested.absorbed:
-            line += f" (superseding {', '.join(outcome.ingested.absorbed)})"
-        lines.append(printable(line))
-    if outcome.alert is not None:
-        names = ", ".join(s.scenario for s in outcome.alert.regressed)
-        state = "sent" if outcome.alert_sent else "not sent"
-        lines.append(printable(f"alert: {state}: regressed against blessed baseline: {names}"))
-    return lines
+    Recording itself is silent (the outputs of a run stay as they were); problems are
+    warnings, printed with the progress.
+    """
+    if outcome.alert is None:
+        return []
+    names = ", ".join(s.scenario for s in outcome.alert.regressed)
+    state = "sent" if outcome.alert_sent else "not sent"
+    return [printable(f"alert: {state}: regressed against blessed baseline: {names}")]
 
 
 def _write_junit(report: RunReport, path: Path | None) -> int:

@@ -9,6 +9,8 @@ migrations and row locks (``SELECT … FOR UPDATE``) while a run is re-recorded.
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,9 +58,12 @@ def _sqlite_engine(location: HistoryLocation) -> Engine:
             ensure_gitignore(atlante)
     except PublishError as exc:
         raise OSError(str(exc)) from None
-    engine = create_engine(
-        location.url, poolclass=NullPool, connect_args={"timeout": BUSY_TIMEOUT_S}
-    )
+    file = os.fsencode(location.path)  # a path that is not UTF-8 opens too
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(file, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+
+    engine = create_engine("sqlite+pysqlite://", poolclass=NullPool, creator=connect)
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
+from .._util.paths import display_path
 from ..diagnostics import Diagnostic, DiagnosticError, warning
 from ..report import REPORT_FILE, RunReport, load_report, report_path
 from . import baselines as _baselines
@@ -96,7 +97,9 @@ class HistoryStore:
                 continue
             results.append(
                 self.ingest(
-                    report, report_path=str(file.absolute()), run_dir=str(file.parent.absolute())
+                    report,
+                    report_path=display_path(file.absolute()),
+                    run_dir=display_path(file.parent.absolute()),
                 )
             )
         return results, notes

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._util.paths import display_path
 from ..diagnostics import Diagnostic, DiagnosticError, warning
 from ..history import HistoryLocation, history_location
 from ..project.config import Project
@@ -120,24 +121,18 @@ def record_run(
 
     try:
         with open_store(recording.location) as store:
-            run_dir = str(report_path.parent.absolute()) if report_path else None
             ingested = store.ingest(
                 report,
-                report_path=str(report_path.absolute()) if report_path else None,
-                run_dir=run_dir,
+                report_path=display_path(report_path.absolute()) if report_path else None,
+                run_dir=display_path(report_path.parent.absolute()) if report_path else None,
             )
             outcome = alert_after(store, recording, report, report_path, cause_of)
     except DiagnosticError as exc:
         first = exc.diagnostics[0]
+        return RecordOutcome(notes=[_not_recorded(first.message, first.cause, first.next)])
+    except Exception as exc:  # noqa: BLE001 - the report is out: recording never fails a run
         return RecordOutcome(
-            notes=[
-                warning(
-                    "history-not-recorded",
-                    f"the run was not recorded in the history: {first.message}",
-                    cause=first.cause,
-                    next=first.next,
-                )
-            ]
+            notes=[_not_recorded("unexpected error", f"{type(exc).__name__}: {exc}", None)]
         )
     return RecordOutcome(
         ingested=ingested,
@@ -145,6 +140,16 @@ def record_run(
         alert=outcome.alert,
         alert_sent=outcome.alert_sent,
         notes=outcome.notes,
+    )
+
+
+def _not_recorded(message: str, cause: str | None, next_step: str | None) -> Diagnostic:
+    return warning(
+        "history-not-recorded",
+        f"the run was not recorded in the history: {message}",
+        cause=cause,
+        next=next_step
+        or "record it later with `atlante-eval history ingest RUN_DIR` (docs/history.md)",
     )
 
 
