@@ -37,8 +37,8 @@ from .failures import cause, journal_diagnostic, journal_failure, with_journal_c
 from .journal import JOURNAL_NAME, Journal, JournalError, lock_for_resume
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from .options import DEFAULT_JOBS, RunOptions, options_from_keywords
-from .record import Recording, RecordOutcome, record_run, recording_for
 from .prepare import PreparedRun, ProgressCallback, announce, prepare_run
+from .record import Recording, RecordOutcome, record_run, recording_for
 from .tracking import RunProgress, scenario_results
 
 if TYPE_CHECKING:
