@@ -140,7 +140,8 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
         shlex.split(
             "--scenario a* --scenario b --trials 2 --jobs 3 --out reports --keep --pass-env "
             "FOO --retry-infra 1 --resume earlier --shard 2/3 --balance duration --balance-from "
-            "durations.json --last-failed --no-html --isolation os"
+            "durations.json --last-failed --no-html --isolation os --history h.sqlite "
+            "--alert-webhook http://127.0.0.1:9/hook"
         ),
         {
             "scenarios": ["a*", "b"],
@@ -157,6 +158,9 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "last_failed": True,
             "html": False,
             "isolation": "os",
+            "history": True,
+            "history_url": "h.sqlite",
+            "alert_webhook": "http://127.0.0.1:9/hook",
         },
     ),
     (
@@ -172,6 +176,7 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "max_cost": 1.5,
             "margin": 0.2,
             "alpha": 0.1,
+            "history": True,  # the CLI records by default; run_eval only when asked
         },
     ),
 ]
