@@ -32,10 +32,10 @@ DURATIONS = {"a-long": 10_000, "b": 1_000, "c-long": 10_000, "d": 1_000, "e": 1_
     st.lists(st.integers(min_value=1, max_value=10_000), min_size=0, max_size=60),
     st.integers(min_value=1, max_value=8),
 )
-def test_lpt_split_covers_the_plan_once_within_four_thirds_of_the_bound(
+def test_lpt_split_covers_the_plan_once_within_grahams_bound(
     estimates: list[int], count: int
 ) -> None:
-    """Every position lands in exactly one shard, in plan order, and the LPT bound holds."""
+    """Every position lands in exactly one shard, in plan order, within list scheduling's bound."""
     split = balance_by_duration(estimates, count)
     assert len(split) == count
     assert sorted(p for shard in split for p in shard) == list(range(len(estimates)))
@@ -43,8 +43,49 @@ def test_lpt_split_covers_the_plan_once_within_four_thirds_of_the_bound(
     assert balance_by_duration(list(estimates), count) == split
     if estimates:
         longest = max(sum(estimates[p] for p in shard) for shard in split)
-        lower = max(sum(estimates) / count, max(estimates))
-        assert longest <= lower * 4 / 3 + 1e-9
+        # Graham: any list schedule ends by the mean load plus the longest job's remainder.
+        assert longest <= sum(estimates) / count + max(estimates) * (1 - 1 / count) + 1e-9
+
+
+def _optimum(estimates: list[int], count: int) -> int:
+    """The shortest possible makespan, by exhaustive search (small inputs only)."""
+    best = sum(estimates)
+    loads = [0] * count
+
+    def place(i: int) -> None:
+        nonlocal best
+        if i == len(estimates):
+            best = min(best, max(loads))
+            return
+        seen: set[int] = set()
+        for shard in range(count):
+            if loads[shard] in seen or loads[shard] + estimates[i] >= best:
+                continue  # an equally loaded shard was tried already, or this cannot win
+            seen.add(loads[shard])
+            loads[shard] += estimates[i]
+            place(i + 1)
+            loads[shard] -= estimates[i]
+
+    place(0)
+    return best
+
+
+@given(
+    st.lists(st.integers(min_value=1, max_value=100), min_size=1, max_size=8),
+    st.integers(min_value=1, max_value=4),
+)
+def test_lpt_split_is_within_its_guarantee_of_the_optimum(estimates: list[int], count: int) -> None:
+    """LPT's makespan is at most (4/3 - 1/(3N)) of the best split's (Graham 1969)."""
+    split = balance_by_duration(estimates, count)
+    longest = max(sum(estimates[p] for p in shard) for shard in split)
+    assert longest <= _optimum(estimates, count) * (4 / 3 - 1 / (3 * count)) + 1e-9
+
+
+def test_the_optimum_search_on_the_input_that_broke_the_old_bound() -> None:
+    """2,3,3,3 on 3 shards: the best split takes 5 (above 4/3 of the naive bound), LPT too."""
+    estimates = [2, 3, 3, 3]
+    assert _optimum(estimates, 3) == 5
+    assert max(expected_makespan(estimates, s, 1) for s in balance_by_duration(estimates, 3)) == 5
 
 
 def test_lpt_fixes_what_round_robin_leaves_skewed() -> None:
