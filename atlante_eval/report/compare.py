@@ -28,6 +28,7 @@ from ..stats import (
     wilson_interval,
 )
 from ..stats.planning import PLANNING_POWER, planned_trials
+from .behaviour import BehaviourDeltas
 from .loading import load_report, report_path
 from .models import OutputModel, RunReport, ScenarioResult
 from .results import statistics_of
@@ -171,6 +172,9 @@ class CompareResult(OutputModel):
     """Scenarios per verdict, plus ``added`` and ``removed``."""
     warnings: list[CompareWarning]
     """Differences in conditions between the runs; the comparison was still made."""
+    behaviour: BehaviourDeltas | None = None
+    """Why scenarios changed: behaviour deltas from both runs' transcripts (the CLI adds
+    them with :func:`atlante_eval.deltas.behaviour_deltas`; null when not computed)."""
 
     def to_json(self) -> str:
         """Serialise as the stable ``--json`` document (2-space indent, trailing newline)."""

@@ -138,9 +138,12 @@ class RunFiles:
     def trial(self, scenario: str, index: int, *, create: bool = True) -> TrialFiles | None:
         """Open ``trials/<scenario>/<index>`` (created when ``create``), or ``None``.
 
-        ``None`` when the directory is missing (and ``create`` is false), or any
-        level of it is a symlink or not a directory.
+        ``None`` when the directory is missing (and ``create`` is false), any
+        level of it is a symlink or not a directory, or ``scenario`` is no single
+        path component (a name read from a report may be anything).
         """
+        if scenario in ("", ".", "..") or "/" in scenario or "\0" in scenario:
+            return None
         names = [TRIALS_DIR, scenario, str(index)]
         fd = self._fd
         try:

@@ -1,0 +1,99 @@
+"""Edit-distance alignment of two step sequences (Levenshtein: insert, delete, substitute).
+
+:func:`align` returns the rows of a minimum-cost alignment, each step of BASE and
+HEAD exactly once and in order; among equally cheap alignments it prefers, from
+the end backwards, keeping both steps (same or changed), then a removal, then an
+addition, so the result is deterministic. :func:`edit_distance` computes the
+distance alone, bit-parallel (Hyyrö's form of Myers' algorithm), for comparing
+many paths at once (the medoid of a side's paths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import TypeVar
+
+from ..report.behaviour import AlignedStep, AlignOp, PathStep
+from .steps import step_key
+
+__all__ = ["align", "alignment_ops", "edit_distance", "first_divergence"]
+
+_T = TypeVar("_T")
+
+
+def edit_distance(first: Sequence[Hashable], second: Sequence[Hashable]) -> int:
+    """Return the Levenshtein distance between two sequences of hashable items."""
+    if not first:
+        return len(second)
+    if not second:
+        return len(first)
+    masks: dict[Hashable, int] = {}
+    for position, item in enumerate(first):
+        masks[item] = masks.get(item, 0) | (1 << position)
+    full = (1 << len(first)) - 1
+    top = 1 << (len(first) - 1)
+    positive, negative, score = full, 0, len(first)
+    for item in second:
+        equal = masks.get(item, 0)
+        vertical = equal | negative
+        horizontal = (((equal & positive) + positive) ^ positive) | equal
+        up = negative | (~(horizontal | positive) & full)
+        down = positive & horizontal
+        if up & top:
+            score += 1
+        elif down & top:
+            score -= 1
+        up = ((up << 1) | 1) & full
+        down = (down << 1) & full
+        positive = down | (~(vertical | up) & full)
+        negative = up & vertical
+    return score
+
+
+def alignment_ops(
+    first: Sequence[_T], second: Sequence[_T], key: Callable[[_T], Hashable]
+) -> list[tuple[AlignOp, int | None, int | None]]:
+    """Return a minimum edit-distance alignment as ``(op, index in first, index in second)``."""
+    a = [key(item) for item in first]
+    b = [key(item) for item in second]
+    rows, cols = len(a), len(b)
+    cost = [[0] * (cols + 1) for _ in range(rows + 1)]
+    for i in range(rows + 1):
+        cost[i][0] = i
+    for j in range(cols + 1):
+        cost[0][j] = j
+    for i in range(1, rows + 1):
+        above, here = cost[i - 1], cost[i]
+        for j in range(1, cols + 1):
+            here[j] = min(above[j - 1] + (a[i - 1] != b[j - 1]), above[j] + 1, here[j - 1] + 1)
+    ops: list[tuple[AlignOp, int | None, int | None]] = []
+    i, j = rows, cols
+    while i or j:
+        if i and j and cost[i][j] == cost[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
+            ops.append(("same" if a[i - 1] == b[j - 1] else "changed", i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif i and cost[i][j] == cost[i - 1][j] + 1:
+            ops.append(("removed", i - 1, None))
+            i -= 1
+        else:
+            ops.append(("added", None, j - 1))
+            j -= 1
+    ops.reverse()
+    return ops
+
+
+def align(base: Sequence[PathStep], head: Sequence[PathStep]) -> list[AlignedStep]:
+    """Align two step sequences by their keys (enclosing subagents, kind, name)."""
+    return [
+        AlignedStep(
+            op=op,
+            base=base[i] if i is not None else None,
+            head=head[j] if j is not None else None,
+        )
+        for op, i, j in alignment_ops(base, head, step_key)
+    ]
+
+
+def first_divergence(rows: Sequence[AlignedStep]) -> int | None:
+    """Index of the first row that is not ``same`` (``None`` when the paths are equal)."""
+    return next((index for index, row in enumerate(rows) if row.op != "same"), None)
