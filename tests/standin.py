@@ -14,7 +14,9 @@ import anyio
 from atlante_eval import SessionEnd, SessionUsage, TrialContext
 from atlante_eval._util.environment import allowed_env
 from atlante_eval.hosts.base import run_json_stream
+from atlante_eval.hosts.claude_transcript import ClaudeNormalizer
 from atlante_eval.hosts.opencode_transcript import OpenCodeNormalizer
+from atlante_eval.transcript import Normalizer
 
 SCRIPT = Path(__file__).with_name("standin_host.py")
 
@@ -31,8 +33,10 @@ class StandinHost:
     version: str | None = "1.0.0"
     ignored_changes: Sequence[str] = (".standin/runtime/**",)
 
-    def __init__(self, *, config_file: bool = True) -> None:
+    def __init__(self, *, config_file: bool = True, dialect: str = "opencode") -> None:
         self.config_file = config_file
+        self.dialect = dialect
+        """``opencode`` or ``claude-code``: whose normalizer reads the events it prints."""
         self.sessions = 0
         self.prepared: list[Path] = []
         self.streaming = anyio.Event()
@@ -90,7 +94,7 @@ class StandinHost:
             on_event=on_event,
             stdin=context.prompt.encode(),
             transcript=context.transcript,
-            normalizer=OpenCodeNormalizer(version=self.version, host=self.name),
+            normalizer=self._normalizer(),
         )
         if result.spawn_error:
             return SessionEnd(error=f"could not run the standin host: {result.spawn_error}")
@@ -99,3 +103,8 @@ class StandinHost:
             tail = result.stderr.strip()[-2000:] or "no stderr output"
             return SessionEnd(error=f"standin run exited {status}: {tail}")
         return SessionEnd()
+
+    def _normalizer(self) -> Normalizer:
+        if self.dialect == "claude-code":
+            return ClaudeNormalizer(version=self.version)
+        return OpenCodeNormalizer(version=self.version, host=self.name)

@@ -39,6 +39,9 @@ Actions (each a one-key object, or with extra keys as noted):
                                         RNG seeded by S and the trial index (env
                                         ATLANTE_STANDIN_TRIAL): fixed and reproducible;
                                         P may be "env:NAME" (read from that variable)
+  {"trials": [I, ...], "then": [ACTIONS]}
+                                        perform ACTIONS only in the trials with these
+                                        indices (env ATLANTE_STANDIN_TRIAL)
   {"attack": NAME, "args": [...]}       try an isolation breach (below); write its outcome
                                         as one JSON line to attack-NAME.json and stdout
   {"wait_fifo": PATH}                   create a FIFO at PATH and block until a writer opens it
@@ -175,6 +178,12 @@ def perform(action: dict[str, object]) -> int | None:  # noqa: C901, PLR0915 - o
         if chance.startswith("env:"):  # the pass rate from the environment (--pass-env)
             chance = os.environ.get(chance[4:], "0")
         if draw < float(chance):
+            for step in action.get("then", []):  # type: ignore[attr-defined]
+                code = perform(step)
+                if code is not None:
+                    return code
+    elif "trials" in action:
+        if int(os.environ.get("ATLANTE_STANDIN_TRIAL", "0")) in action["trials"]:  # type: ignore[operator]
             for step in action.get("then", []):  # type: ignore[attr-defined]
                 code = perform(step)
                 if code is not None:

@@ -26,6 +26,8 @@ class CompareSides:
     base: RunReport
     base_path: str
     location: HistoryLocation | None
+    base_dir: Path | None = None
+    """BASE's run directory, where its transcripts are (none for a blessed baseline)."""
 
     def gate(
         self,
@@ -57,7 +59,7 @@ def compare_sides(base: Path, head: RunReport, history: str | None) -> CompareSi
         report, label = blessed_base(location, name, head)
         return CompareSides(report, label, location)
     file = report_path(base)
-    return CompareSides(load_report(file), display_path(file), location)
+    return CompareSides(load_report(file), display_path(file), location, file.parent)
 
 
 def _location(history: str | None) -> HistoryLocation | None:

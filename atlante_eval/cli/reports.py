@@ -162,10 +162,11 @@ def compare_command(
     leaves quarantined (and, with ``--gate-stable-nights``, unstable) scenarios out.
     """
     from .._util.paths import display_path
+    from ..deltas import explain_comparison
     from ..diagnostics import DiagnosticError, error
     from ..report import check_output_paths, load_report, report_path
     from ..report.compare import compare_reports
-    from ..views.formats import COMPARE_WRITERS
+    from ..views.formats import COMPARE_WRITERS, PublishedComparison
     from .compare_sides import compare_sides
 
     check_output_paths({"--markdown": markdown, "--html": html})
@@ -188,15 +189,21 @@ def compare_command(
         margin=margin_value,
         adjust=adjust,
     )
+    result = explain_comparison(
+        result, sides.base, head_report, base_dir=sides.base_dir, head_dir=head_file.parent
+    )
     print_diagnostics(result.diagnostics())
     gate = None
     if fail_on is not None:
         gate, notes = sides.gate(head_report, result, fail_on, stable_nights=nights)
         print_diagnostics(notes)
     if markdown is not None and markdown != Path("-"):
-        COMPARE_WRITERS["markdown"].write(result, markdown, option="--markdown")
+        COMPARE_WRITERS["markdown"].write(
+            PublishedComparison(result), markdown, option="--markdown"
+        )
     if html is not None:
-        COMPARE_WRITERS["html"].write(result, html, option="--html")
+        published = PublishedComparison(result, links_from=html.absolute().parent)
+        COMPARE_WRITERS["html"].write(published, html, option="--html")
     _print_comparison(result, gate, as_json=as_json, markdown=markdown == Path("-"))
     return 1 if gate is not None and gate.fails else 0
 

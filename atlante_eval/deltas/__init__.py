@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .align import align, edit_distance, first_divergence
 from .cause import CAUSE_LABEL, effort_summary
-from .core import behaviour_deltas, compare_trial_sets
+from .core import behaviour_deltas, compare_trial_sets, explain_comparison
 from .steps import fold, step_key, step_label, trial_steps
 from .trials import TrialSet, read_entries
 
@@ -24,6 +24,7 @@ __all__ = [
     "compare_trial_sets",
     "edit_distance",
     "effort_summary",
+    "explain_comparison",
     "first_divergence",
     "fold",
     "read_entries",

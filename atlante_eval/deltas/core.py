@@ -25,7 +25,7 @@ from .steps import fold, trial_steps
 from .trials import TrialSet
 from .usage import trial_usage, usage_deltas
 
-__all__ = ["behaviour_deltas", "compare_trial_sets"]
+__all__ = ["behaviour_deltas", "compare_trial_sets", "explain_comparison"]
 
 
 def compare_trial_sets(
@@ -179,3 +179,18 @@ def behaviour_deltas(
         head_dir=str(head_path.absolute()) if head_path is not None else None,
         scenarios=scenarios,
     )
+
+
+def explain_comparison(
+    comparison: CompareResult,
+    base: RunReport,
+    head: RunReport,
+    *,
+    base_dir: Path | str | None,
+    head_dir: Path | str | None,
+) -> CompareResult:
+    """Return ``comparison`` with its ``behaviour`` filled in (what ``compare`` prints)."""
+    deltas = behaviour_deltas(
+        base, head, base_dir=base_dir, head_dir=head_dir, comparison=comparison
+    )
+    return comparison.model_copy(update={"behaviour": deltas})

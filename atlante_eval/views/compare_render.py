@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..report.compare import CompareResult, Comparison, RunInfo, Side
+from .deltas_render import deltas_markdown, deltas_text
 
 __all__ = ["render_markdown", "render_text"]
 
@@ -64,6 +65,8 @@ def render_text(result: CompareResult, *, color: bool = False) -> str:
             lines.append("")
             lines.append(f"{label}:")
             lines.extend(f"  {name}  {_side_text(side)}" for name, side in group.items())
+    if result.behaviour is not None:
+        lines += deltas_text(result.behaviour)
     counts = result.counts
     lines.append("")
     lines.append(
@@ -113,6 +116,8 @@ def render_markdown(result: CompareResult) -> str:
                 f"**{label}:** "
                 + ", ".join(f"`{_md_escape(n)}` {_side_md(s)}" for n, s in group.items())
             )
+    if result.behaviour is not None:
+        lines += deltas_markdown(result.behaviour)
     lines += [
         "",
         f"Pass rate = passed / graded trials (graded = executed minus infra-errors; "

@@ -25,6 +25,7 @@ __all__ = [
     "COMPARE_WRITERS",
     "RUN_REPORT_WRITERS",
     "CompareFormat",
+    "PublishedComparison",
     "PublishedReport",
     "ReportWriter",
     "RunReportFormat",
@@ -47,6 +48,15 @@ class PublishedReport:
     """The run directory holding its ``trials/`` files (transcripts), if known."""
     links_from: Path | None = None
     """The directory the output is written in, for relative links to the run's files."""
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedComparison:
+    """A comparison and where its page goes: the subject of a comparison writer."""
+
+    result: CompareResult
+    links_from: Path | None = None
+    """The directory the output is written in, for relative links to trial transcripts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,16 +103,16 @@ def _html(source: PublishedReport) -> bytes:
     return render_run_html(source.report, run_dir=source.run_dir, links_from=source.links_from)
 
 
-def _compare_html(result: CompareResult) -> bytes:
+def _compare_html(source: PublishedComparison) -> bytes:
     from .html import render_compare_html
 
-    return render_compare_html(result)
+    return render_compare_html(source.result, links_from=source.links_from)
 
 
-def _markdown(result: CompareResult) -> bytes:
+def _markdown(source: PublishedComparison) -> bytes:
     from .compare_render import render_markdown
 
-    return render_markdown(result).encode("utf-8")
+    return render_markdown(source.result).encode("utf-8")
 
 
 #: Writers of a run report, by format.
@@ -111,7 +121,7 @@ RUN_REPORT_WRITERS: dict[RunReportFormat, ReportWriter[PublishedReport]] = {
     "html": ReportWriter("HTML report", _html),
 }
 #: Writers of a comparison, by format.
-COMPARE_WRITERS: dict[CompareFormat, ReportWriter[CompareResult]] = {
+COMPARE_WRITERS: dict[CompareFormat, ReportWriter[PublishedComparison]] = {
     "markdown": ReportWriter("Markdown summary", _markdown),
     "html": ReportWriter("HTML comparison", _compare_html),
 }

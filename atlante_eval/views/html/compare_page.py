@@ -8,10 +8,12 @@ verdict, the test that decided it and the trials an inconclusive result needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from markupsafe import Markup
 
 from ...report.compare import CompareResult, CompareWarning, Comparison, RunInfo, Side
+from .behaviour_page import BehaviourSection, behaviour_sections
 from .svg import ForestRow, forest_plot, interval_bar
 
 __all__ = ["ComparePage", "CompareRow", "compare_page", "verdict_order"]
@@ -61,6 +63,8 @@ class ComparePage:
     added: dict[str, Side]
     removed: dict[str, Side]
     counts: dict[str, int]
+    behaviour: list[BehaviourSection]
+    behaviour_alpha: float | None
 
 
 def _row(name: str, comparison: Comparison, *, overall: bool = False) -> CompareRow:
@@ -74,8 +78,8 @@ def _row(name: str, comparison: Comparison, *, overall: bool = False) -> Compare
     )
 
 
-def compare_page(result: CompareResult) -> ComparePage:
-    """The page of ``result``."""
+def compare_page(result: CompareResult, *, links_from: Path | None = None) -> ComparePage:
+    """The page of ``result`` (trial links relative to ``links_from``, else absolute)."""
     rows = sorted(
         (_row(name, c) for name, c in result.scenarios.items()),
         key=lambda r: (verdict_order(r.comparison.verdict), r.name),
@@ -112,4 +116,6 @@ def compare_page(result: CompareResult) -> ComparePage:
         added=dict(result.added),
         removed=dict(result.removed),
         counts=dict(result.counts),
+        behaviour=behaviour_sections(result.behaviour, links_from=links_from),
+        behaviour_alpha=result.behaviour.alpha if result.behaviour else None,
     )

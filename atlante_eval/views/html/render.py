@@ -115,11 +115,17 @@ def render_run_html(
     return _render("run.html.j2", page=page, verdict_names=list(VERDICTS))
 
 
-def render_compare_html(result: CompareResult) -> bytes:
-    """The comparison page of ``result``."""
+def render_compare_html(result: CompareResult, *, links_from: Path | None = None) -> bytes:
+    """The comparison page of ``result``.
+
+    Args:
+        result: the comparison (with ``behaviour`` for the "why" sections).
+        links_from: the directory the page will be written in (links to example
+            trials' transcripts are relative to it); ``None`` links absolutely.
+    """
     from .compare_page import compare_page
 
-    return _render("compare.html.j2", page=compare_page(result))
+    return _render("compare.html.j2", page=compare_page(result, links_from=links_from))
 
 
 def render_history_html(directory: Path, reports: list[LoadedReport]) -> bytes:
