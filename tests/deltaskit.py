@@ -84,10 +84,16 @@ def _opencode(step: Step, call: str) -> list[dict[str, Any]]:
 
 def _claude(step: Step, calls: Iterator[int], parent: str | None) -> list[dict[str, Any]]:
     call = f"toolu_{next(calls)}"
-    use = {"type": "tool_use", "id": call, "name": _CLAUDE_TOOLS[step.kind]}
-    use["input"] = _input(step, "claude-code")
+    use = {
+        "type": "tool_use",
+        "id": call,
+        "name": _CLAUDE_TOOLS[step.kind],
+        "input": _input(step, "claude-code"),
+    }
     message = {"role": "assistant", "content": [use]}
-    events = [{"event": {"type": "assistant", "message": message, "parent_tool_use_id": parent}}]
+    events: list[dict[str, Any]] = [
+        {"event": {"type": "assistant", "message": message, "parent_tool_use_id": parent}}
+    ]
     for nested in step.nested:
         events += _claude(nested, calls, call)
     result = {"type": "tool_result", "tool_use_id": call, "content": "ok"}

@@ -41,6 +41,14 @@ def show(
             show_default=False,
         ),
     ] = None,
+    diff_target: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SCENARIO[:I:J]]",
+            help="With --diff: the scenario, and optionally the trial of each run.",
+            show_default=False,
+        ),
+    ] = None,
     project: Annotated[
         Path | None,
         typer.Option(
@@ -54,10 +62,19 @@ def show(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the same data as JSON (see docs/cli.md).")
     ] = False,
+    diff: Annotated[
+        bool,
+        typer.Option(
+            "--diff",
+            help="show --diff BASE HEAD SCENARIO[:I:J]: two trials' timelines side by side, "
+            "aligned, the first divergence marked (default: each run's typical trial).",
+        ),
+    ] = False,
 ) -> None:
     """Show a run: its overview, a scenario's trials, or one trial with its transcript.
 
-    Exits 0, or 2 when the run, scenario or trial cannot be found or read.
+    With --diff, put a trial of BASE and one of HEAD side by side. Exits 0, or 2
+    when a run, scenario or trial cannot be found or read.
     """
 
     def action() -> int:
@@ -65,6 +82,10 @@ def show(
         from ..views.show import locate_run, run_view, scenario_view, select, trial_view
         from ..views.show_render import make_console, render_run, render_scenario, render_trial
 
+        if diff or diff_target is not None:
+            return _diff(
+                run, target, diff_target, diff=diff, project=project, out=out, as_json=as_json
+            )
         path = locate_run(run, project=project, out=out)
         report = load_report(path)
         console = make_console(sys.stdout, color=use_color(sys.stdout))
@@ -82,6 +103,53 @@ def show(
         return 0
 
     raise typer.Exit(guarded(action))
+
+
+def _diff(
+    base: str | None,
+    head: str | None,
+    target: str | None,
+    *,
+    diff: bool,
+    project: Path | None,
+    out: Path | None,
+    as_json: bool,
+) -> int:
+    """``show --diff BASE HEAD SCENARIO[:I:J]``."""
+    from ..diagnostics import DiagnosticError, error
+    from ..report import load_report
+    from ..views.show import locate_run
+    from ..views.show_render import make_console
+    from ..views.trial_diff import parse_diff_target, trial_diff_view
+    from ..views.trial_diff_render import render_trial_diff
+
+    if not diff or base is None or head is None or target is None:
+        message = (
+            "--diff needs BASE, HEAD and SCENARIO" if diff else "a third argument needs --diff"
+        )
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    message,
+                    expected="atlante-eval show --diff BASE HEAD SCENARIO[:I:J]",
+                    next="name two runs (directories, report.json files or run ids) and a "
+                    "scenario both have",
+                )
+            ]
+        )
+    base_file = locate_run(base, project=project, out=out)
+    head_file = locate_run(head, project=project, out=out)
+    base_report, head_report = load_report(base_file), load_report(head_file)
+    name, first, second = parse_diff_target(base_report, head_report, target)
+    view = trial_diff_view(
+        (base_report, base_file), (head_report, head_file), name, (first, second)
+    )
+    if as_json:
+        _emit(view)
+    else:
+        render_trial_diff(view, make_console(sys.stdout, color=use_color(sys.stdout)))
+    return 0
 
 
 def _emit(view: OutputModel) -> None:

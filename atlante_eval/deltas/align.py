@@ -2,10 +2,10 @@
 
 :func:`align` returns the rows of a minimum-cost alignment, each step of BASE and
 HEAD exactly once and in order; among equally cheap alignments it prefers, from
-the end backwards, keeping both steps (same or changed), then a removal, then an
-addition, so the result is deterministic. :func:`edit_distance` computes the
-distance alone, bit-parallel (Hyyrö's form of Myers' algorithm), for comparing
-many paths at once (the medoid of a side's paths).
+the start, keeping both steps (same or changed), then a removal, then an
+addition, so the result is deterministic and a common beginning stays aligned.
+:func:`edit_distance` computes the distance alone, bit-parallel (Hyyrö's form
+of Myers' algorithm), for comparing many paths at once (a side's medoid path).
 """
 
 from __future__ import annotations
@@ -53,32 +53,37 @@ def edit_distance(first: Sequence[Hashable], second: Sequence[Hashable]) -> int:
 def alignment_ops(
     first: Sequence[_T], second: Sequence[_T], key: Callable[[_T], Hashable]
 ) -> list[tuple[AlignOp, int | None, int | None]]:
-    """Return a minimum edit-distance alignment as ``(op, index in first, index in second)``."""
+    """Return a minimum edit-distance alignment as ``(op, index in first, index in second)``.
+
+    The table holds the distances between *suffixes*, and is walked from the start
+    preferring, among equally cheap moves, same, then changed, then removed, then
+    added: a common beginning stays aligned and the first divergence comes as late
+    as any optimal alignment allows.
+    """
     a = [key(item) for item in first]
     b = [key(item) for item in second]
     rows, cols = len(a), len(b)
     cost = [[0] * (cols + 1) for _ in range(rows + 1)]
     for i in range(rows + 1):
-        cost[i][0] = i
+        cost[i][cols] = rows - i
     for j in range(cols + 1):
-        cost[0][j] = j
-    for i in range(1, rows + 1):
-        above, here = cost[i - 1], cost[i]
-        for j in range(1, cols + 1):
-            here[j] = min(above[j - 1] + (a[i - 1] != b[j - 1]), above[j] + 1, here[j - 1] + 1)
+        cost[rows][j] = cols - j
+    for i in range(rows - 1, -1, -1):
+        below, here = cost[i + 1], cost[i]
+        for j in range(cols - 1, -1, -1):
+            here[j] = min(below[j + 1] + (a[i] != b[j]), below[j] + 1, here[j + 1] + 1)
     ops: list[tuple[AlignOp, int | None, int | None]] = []
-    i, j = rows, cols
-    while i or j:
-        if i and j and cost[i][j] == cost[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
-            ops.append(("same" if a[i - 1] == b[j - 1] else "changed", i - 1, j - 1))
-            i, j = i - 1, j - 1
-        elif i and cost[i][j] == cost[i - 1][j] + 1:
-            ops.append(("removed", i - 1, None))
-            i -= 1
+    i = j = 0
+    while i < rows or j < cols:
+        if i < rows and j < cols and cost[i][j] == cost[i + 1][j + 1] + (a[i] != b[j]):
+            ops.append(("same" if a[i] == b[j] else "changed", i, j))
+            i, j = i + 1, j + 1
+        elif i < rows and cost[i][j] == cost[i + 1][j] + 1:
+            ops.append(("removed", i, None))
+            i += 1
         else:
-            ops.append(("added", None, j - 1))
-            j -= 1
-    ops.reverse()
+            ops.append(("added", None, j))
+            j += 1
     return ops
 
 
