@@ -18,11 +18,14 @@ from ._version import __version__ as __version__
 
 #: Every public name, by the module (under ``atlante_eval``) that defines it.
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "deltas.core": ("behaviour_deltas", "compare_trial_sets"),
+    "deltas.trials": ("TrialSet",),
     "diagnostics": ("Diagnostic", "DiagnosticError"),
     "history.location": ("parse_history_url",),
     "history.store": ("HistoryStore", "open_store"),
     "hosts": ("Host", "HostError", "SessionEnd", "SessionUsage", "TrialContext"),
     "project.suite": ("Suite", "load_suite"),
+    "report.behaviour": ("BehaviourDeltas", "ScenarioBehaviour"),
     "report.compare": ("CompareResult", "compare_reports"),
     "report.events": (
         "DiagnosticNotice",
@@ -46,6 +49,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 }
 
 if TYPE_CHECKING:
+    from .deltas.core import behaviour_deltas as behaviour_deltas
+    from .deltas.core import compare_trial_sets as compare_trial_sets
+    from .deltas.trials import TrialSet as TrialSet
     from .diagnostics import Diagnostic as Diagnostic
     from .diagnostics import DiagnosticError as DiagnosticError
     from .history.location import parse_history_url as parse_history_url
@@ -58,6 +64,8 @@ if TYPE_CHECKING:
     from .hosts import TrialContext as TrialContext
     from .project.suite import Suite as Suite
     from .project.suite import load_suite as load_suite
+    from .report.behaviour import BehaviourDeltas as BehaviourDeltas
+    from .report.behaviour import ScenarioBehaviour as ScenarioBehaviour
     from .report.compare import CompareResult as CompareResult
     from .report.compare import compare_reports as compare_reports
     from .report.events import DiagnosticNotice as DiagnosticNotice

@@ -2,7 +2,8 @@
 
 :mod:`.proportions`: pass rates, Wilson intervals, exact two-sample tests, pass@k
 and pass^k, multiplicity adjustments. :mod:`.planning`: the trials per side a
-decision would likely need. :mod:`.sequential`: the adaptive design's looks and
+decision would likely need. :mod:`.ranks`: the exact rank-sum test of per-trial
+counts and amounts. :mod:`.sequential`: the adaptive design's looks and
 decisions; :mod:`.simulation` checks its error rates. Only :mod:`.proportions` is
 re-exported here: the others load with the first comparison or adaptive run.
 """
