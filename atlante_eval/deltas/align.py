@@ -1,9 +1,8 @@
 """Edit-distance alignment of two step sequences (Levenshtein: insert, delete, substitute).
 
 :func:`align` returns the rows of a minimum-cost alignment, each step of BASE and
-HEAD exactly once and in order; among equally cheap alignments it prefers, from
-the start, keeping both steps (same or changed), then a removal, then an
-addition, so the result is deterministic and a common beginning stays aligned.
+HEAD exactly once and in order; among equally short alignments it keeps the most
+steps in common, and the result is deterministic (see :func:`alignment_ops`).
 :func:`edit_distance` computes the distance alone, bit-parallel (Hyyrö's form
 of Myers' algorithm), for comparing many paths at once (a side's medoid path).
 """
@@ -55,30 +54,40 @@ def alignment_ops(
 ) -> list[tuple[AlignOp, int | None, int | None]]:
     """Return a minimum edit-distance alignment as ``(op, index in first, index in second)``.
 
-    The table holds the distances between *suffixes*, and is walked from the start
-    preferring, among equally cheap moves, same, then changed, then removed, then
-    added: a common beginning stays aligned and the first divergence comes as late
-    as any optimal alignment allows.
+    Among the alignments with the fewest edits it takes one with the fewest
+    substitutions (so the most steps in common), then walks from the start
+    preferring same, changed, removed, added: a common beginning stays aligned and
+    a step shows as replaced only when removing it and adding another would not
+    keep more steps in common.
     """
     a = [key(item) for item in first]
     b = [key(item) for item in second]
     rows, cols = len(a), len(b)
+    # cost[i][j]: (edits, substitutions) between a[i:] and b[j:], packed as one integer.
+    unit = max(rows, cols) + 1
+    gap, swap = unit, unit + 1
     cost = [[0] * (cols + 1) for _ in range(rows + 1)]
     for i in range(rows + 1):
-        cost[i][cols] = rows - i
+        cost[i][cols] = (rows - i) * gap
     for j in range(cols + 1):
-        cost[rows][j] = cols - j
+        cost[rows][j] = (cols - j) * gap
     for i in range(rows - 1, -1, -1):
         below, here = cost[i + 1], cost[i]
         for j in range(cols - 1, -1, -1):
-            here[j] = min(below[j + 1] + (a[i] != b[j]), below[j] + 1, here[j + 1] + 1)
+            here[j] = min(
+                below[j + 1] + (0 if a[i] == b[j] else swap), below[j] + gap, here[j + 1] + gap
+            )
     ops: list[tuple[AlignOp, int | None, int | None]] = []
     i = j = 0
     while i < rows or j < cols:
-        if i < rows and j < cols and cost[i][j] == cost[i + 1][j + 1] + (a[i] != b[j]):
-            ops.append(("same" if a[i] == b[j] else "changed", i, j))
+        both = i < rows and j < cols
+        if both and a[i] == b[j] and cost[i][j] == cost[i + 1][j + 1]:
+            ops.append(("same", i, j))
             i, j = i + 1, j + 1
-        elif i < rows and cost[i][j] == cost[i + 1][j] + 1:
+        elif both and a[i] != b[j] and cost[i][j] == cost[i + 1][j + 1] + swap:
+            ops.append(("changed", i, j))
+            i, j = i + 1, j + 1
+        elif i < rows and cost[i][j] == cost[i + 1][j] + gap:
             ops.append(("removed", i, None))
             i += 1
         else:

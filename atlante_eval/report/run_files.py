@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["TRIALS_DIR", "RunFiles", "TrialFiles"]
+__all__ = ["TRIALS_DIR", "RunFiles", "TrialFiles", "single_component"]
 
 #: The run directory's subdirectory that holds one directory per trial.
 TRIALS_DIR = "trials"
@@ -28,6 +28,11 @@ TRIALS_DIR = "trials"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def single_component(name: str) -> bool:
+    """Whether ``name`` names one entry of a directory (no ``/``, not ``.`` or ``..``)."""
+    return name not in ("", ".", "..") and "/" not in name and "\0" not in name
 
 
 def _subdir(parent_fd: int, name: str) -> int:
@@ -142,7 +147,7 @@ class RunFiles:
         level of it is a symlink or not a directory, or ``scenario`` is no single
         path component (a name read from a report may be anything).
         """
-        if scenario in ("", ".", "..") or "/" in scenario or "\0" in scenario:
+        if not single_component(scenario):
             return None
         names = [TRIALS_DIR, scenario, str(index)]
         fd = self._fd
