@@ -302,9 +302,14 @@ def test_json_shape_is_stable(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     assert list(doc) == [
         "formatVersion", "base", "head", "harnessChanged", "settings", "scenarios",
-        "overall", "added", "removed", "counts", "warnings",
+        "overall", "added", "removed", "counts", "warnings", "behaviour",
     ]  # fmt: skip
     assert doc["formatVersion"] == 1
+    assert list(doc["behaviour"]) == ["alpha", "baseDir", "headDir", "scenarios"]
+    assert list(doc["behaviour"]["scenarios"]) == ["a"]
+    assert list(doc["behaviour"]["scenarios"]["a"]) == [
+        "verdict", "base", "head", "checks", "usage", "paths", "effort", "probableCause", "notes",
+    ]  # fmt: skip
     assert list(doc["base"]) == [
         "path", "runId", "host", "hostVersion", "model", "manifestDigest", "startedAt", "trials",
     ]  # fmt: skip

@@ -74,7 +74,7 @@ def _ops(base: list[PathStep], head: list[PathStep]) -> list[tuple[str, str, str
 def test_bit_parallel_distance_and_alignment_agree_with_the_textbook_table(
     a: list[str], b: list[str]
 ) -> None:
-    """Distance equals the Levenshtein table; the alignment costs it and keeps every step in order."""
+    """Distance equals the Levenshtein table; the alignment costs it and keeps steps in order."""
     expected = _levenshtein(a, b)
     assert edit_distance(a, b) == expected
     ops = alignment_ops(a, b, lambda item: item)
@@ -92,7 +92,8 @@ def test_an_insertion_is_added_and_the_divergence_is_there() -> None:
     rows = align(_steps("read Read", "write Edit"), _steps("read Read", "shell Bash", "write Edit"))
     assert [r.op for r in rows] == ["same", "added", "same"]
     assert first_divergence(rows) == 1
-    assert rows[1].head is not None and rows[1].head.name == "Bash"
+    assert rows[1].head is not None
+    assert rows[1].head.name == "Bash"
 
 
 def test_a_deletion_is_removed() -> None:
@@ -147,8 +148,10 @@ def test_a_subagents_steps_only_match_inside_the_same_subagent() -> None:
     rows = align(base, head)
     assert [r.op for r in rows] == ["same", "same", "removed", "same", "added"]
     removed, added = rows[2].base, rows[4].head
-    assert removed is not None and (removed.agent, removed.depth) == ("qa", 1)
-    assert added is not None and (added.agent, added.depth) == (None, 0)
+    assert removed is not None
+    assert (removed.agent, removed.depth) == ("qa", 1)
+    assert added is not None
+    assert (added.agent, added.depth) == (None, 0)
 
 
 def _claude_session() -> list[TranscriptEntry]:

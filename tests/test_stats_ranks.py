@@ -1,4 +1,4 @@
-"""The rank-sum test: exact p-values equal full enumeration, ties included; large samples approximate."""
+"""The rank-sum test: exact p-values equal full enumeration (ties too); big samples approximate."""
 
 from __future__ import annotations
 
