@@ -152,8 +152,8 @@ def deltas_text(deltas: BehaviourDeltas) -> list[str]:
 
 
 def _md_code(text: str) -> str:
-    """Safe inside a table cell's code span: pipes, backticks and newlines."""
-    return text.replace("|", "\\|").replace("`", "'").replace("\n", " ")
+    """Safe inside a table cell's code span: pipes, backticks, line breaks, control characters."""
+    return printable(text).replace("|", "\\|").replace("`", "'")
 
 
 def _md(text: str) -> str:
