@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from clikit import cleaned_up, report_dirs, start_cli
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario
 from standin import StandinHost
 
@@ -135,17 +136,35 @@ def per_trial(dialect: str, plan: Mapping[Iterable[int], Sequence[Step]], *, tur
     return json.dumps({"actions": groups})
 
 
-def run_scenario(
-    root: Path, dialect: str, prompt: str, *, checks: list[dict[str, Any]], trials: int
-) -> tuple[RunReport, Path]:
-    """Run scenario ``s`` ``trials`` times with the stand-in in ``dialect``; return its run."""
-    project = make_project(
+def project_of(root: Path, prompt: str, *, checks: list[dict[str, Any]], trials: int) -> Path:
+    """A project with one scenario ``s`` run ``trials`` times."""
+    return make_project(
         root,
         scenarios=[
             scenario("s", prompt=prompt, checks=checks, **{"$schema": EXTENDED_SCENARIO_URI})
         ],
         eval_extra={"budget": {"trials": trials}},
     )
+
+
+def run_scenario_cli(root: Path, prompt: str, *, checks: list[dict[str, Any]], trials: int) -> Path:
+    """Run scenario ``s`` through the CLI in a child process (OpenCode dialect); its run dir.
+
+    For tests whose thread already runs an event loop (Playwright's), where
+    ``anyio.run`` cannot be called.
+    """
+    project = project_of(root / "project", prompt, checks=checks, trials=trials)
+    with cleaned_up(start_cli(["run", str(project), "--jobs", "2"], root)) as run:
+        assert run.wait(timeout_s=180) in (0, 1), run.stderr
+    [run_dir] = report_dirs(project)
+    return run_dir
+
+
+def run_scenario(
+    root: Path, dialect: str, prompt: str, *, checks: list[dict[str, Any]], trials: int
+) -> tuple[RunReport, Path]:
+    """Run scenario ``s`` ``trials`` times with the stand-in in ``dialect``; return its run."""
+    project = project_of(root, prompt, checks=checks, trials=trials)
     out = root / "out"
     report = anyio.run(
         lambda: run_eval(project, host=StandinHost(dialect=dialect), jobs=2, out=out)
