@@ -42,8 +42,16 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     page_file = tmp / "site" / "compare.html"
     page_file.parent.mkdir()
     done = subprocess.run(
-        [sys.executable, str(ENTRY), "compare", str(base), str(head), "--html", str(page_file)]
-        + ["--json"],
+        [
+            sys.executable,
+            str(ENTRY),
+            "compare",
+            str(base),
+            str(head),
+            "--html",
+            str(page_file),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env=cli_env(tmp),
