@@ -175,8 +175,8 @@ def behaviour_deltas(
     }
     return BehaviourDeltas(
         alpha=level,
-        base_dir=str(base_path.absolute()) if base_path is not None else None,
-        head_dir=str(head_path.absolute()) if head_path is not None else None,
+        base_dir=display_path(base_path.absolute()) if base_path is not None else None,
+        head_dir=display_path(head_path.absolute()) if head_path is not None else None,
         scenarios=scenarios,
     )
 

@@ -240,8 +240,9 @@ class BehaviourDeltas(OutputModel):
     alpha: float
     """Significance level a usage delta's adjusted p-value is judged at."""
     base_dir: str | None
-    """BASE's run directory (transcripts are read from its ``trials/``)."""
+    """BASE's run directory, absolute (transcripts are read from its ``trials/``; bytes
+    that are not UTF-8 shown as ``\\xNN``)."""
     head_dir: str | None
-    """HEAD's run directory."""
+    """HEAD's run directory, absolute."""
     scenarios: dict[str, ScenarioBehaviour]
     """Per scenario in both runs, by name (sorted)."""

@@ -57,6 +57,8 @@ class PublishedComparison:
     result: CompareResult
     links_from: Path | None = None
     """The directory the output is written in, for relative links to trial transcripts."""
+    run_dirs: tuple[Path | None, Path | None] = (None, None)
+    """BASE's and HEAD's run directories as paths (else ``behaviour``'s, as text)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +108,9 @@ def _html(source: PublishedReport) -> bytes:
 def _compare_html(source: PublishedComparison) -> bytes:
     from .html import render_compare_html
 
-    return render_compare_html(source.result, links_from=source.links_from)
+    return render_compare_html(
+        source.result, links_from=source.links_from, run_dirs=source.run_dirs
+    )
 
 
 def _markdown(source: PublishedComparison) -> bytes:

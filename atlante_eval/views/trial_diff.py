@@ -15,6 +15,7 @@ import contextlib
 from pathlib import Path
 from typing import Literal
 
+from .._util.paths import display_path
 from ..deltas import TrialSet, align, first_divergence, read_entries, trial_steps
 from ..deltas.paths import typical_path
 from ..deltas.steps import fold
@@ -128,7 +129,7 @@ def _side(
     steps = trial_steps(entries) if entries is not None else []
     side = DiffSide(
         run_id=report.run_id,
-        report=str(report_file),
+        report=display_path(report_file),
         i=index,
         verdict=trial.verdict,
         cause=trial_cause(trial, report.meta.config),

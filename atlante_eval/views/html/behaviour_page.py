@@ -62,17 +62,17 @@ class BehaviourSection:
     cause_label: str
 
 
-def _href(run_dir: str | None, ref: TrialRef, links_from: Path | None) -> str | None:
+def _href(run_dir: Path | None, ref: TrialRef, links_from: Path | None) -> str | None:
     if run_dir is None or ref.transcript is None:
         return None
-    target = Path(run_dir) / ref.transcript
+    target = run_dir / ref.transcript
     if links_from is None:
         return target.absolute().as_uri()
     return quote(os.path.relpath(target, links_from))
 
 
 def _examples(
-    refs: list[TrialRef], run_dir: str | None, links_from: Path | None
+    refs: list[TrialRef], run_dir: Path | None, links_from: Path | None
 ) -> list[ExampleLink]:
     return [
         ExampleLink(f"trial {ref.i}", _href(run_dir, ref, links_from), ref.verdict) for ref in refs
@@ -111,11 +111,20 @@ def _rows(behaviour: ScenarioBehaviour) -> list[PathRow]:
 
 
 def behaviour_sections(
-    deltas: BehaviourDeltas | None, *, links_from: Path | None
+    deltas: BehaviourDeltas | None,
+    *,
+    links_from: Path | None,
+    run_dirs: tuple[Path | None, Path | None] = (None, None),
 ) -> list[BehaviourSection]:
-    """The sections of the scenarios worth explaining (regressions first)."""
+    """The sections of the scenarios worth explaining (regressions first).
+
+    ``run_dirs`` are the runs' directories as paths, when known; else those
+    ``deltas`` names are used.
+    """
     if deltas is None:
         return []
+    base_dir = run_dirs[0] or (Path(deltas.base_dir) if deltas.base_dir else None)
+    head_dir = run_dirs[1] or (Path(deltas.head_dir) if deltas.head_dir else None)
     sections = []
     for index, (name, behaviour) in enumerate(shown_scenarios(deltas)):
         paths = behaviour.paths
@@ -125,12 +134,8 @@ def behaviour_sections(
                 anchor=f"why-{index}",
                 behaviour=behaviour,
                 path_rows=_rows(behaviour),
-                base_examples=_examples(paths.base.examples, deltas.base_dir, links_from)
-                if paths
-                else [],
-                head_examples=_examples(paths.head.examples, deltas.head_dir, links_from)
-                if paths
-                else [],
+                base_examples=_examples(paths.base.examples, base_dir, links_from) if paths else [],
+                head_examples=_examples(paths.head.examples, head_dir, links_from) if paths else [],
                 effort=[(row, effort_summary(row)) for row in behaviour.effort],
                 cause_label=CAUSE_LABEL,
             )

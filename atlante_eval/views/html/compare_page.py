@@ -78,7 +78,12 @@ def _row(name: str, comparison: Comparison, *, overall: bool = False) -> Compare
     )
 
 
-def compare_page(result: CompareResult, *, links_from: Path | None = None) -> ComparePage:
+def compare_page(
+    result: CompareResult,
+    *,
+    links_from: Path | None = None,
+    run_dirs: tuple[Path | None, Path | None] = (None, None),
+) -> ComparePage:
     """The page of ``result`` (trial links relative to ``links_from``, else absolute)."""
     rows = sorted(
         (_row(name, c) for name, c in result.scenarios.items()),
@@ -116,6 +121,6 @@ def compare_page(result: CompareResult, *, links_from: Path | None = None) -> Co
         added=dict(result.added),
         removed=dict(result.removed),
         counts=dict(result.counts),
-        behaviour=behaviour_sections(result.behaviour, links_from=links_from),
+        behaviour=behaviour_sections(result.behaviour, links_from=links_from, run_dirs=run_dirs),
         behaviour_alpha=result.behaviour.alpha if result.behaviour else None,
     )

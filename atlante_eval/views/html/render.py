@@ -115,17 +115,25 @@ def render_run_html(
     return _render("run.html.j2", page=page, verdict_names=list(VERDICTS))
 
 
-def render_compare_html(result: CompareResult, *, links_from: Path | None = None) -> bytes:
+def render_compare_html(
+    result: CompareResult,
+    *,
+    links_from: Path | None = None,
+    run_dirs: tuple[Path | None, Path | None] = (None, None),
+) -> bytes:
     """The comparison page of ``result``.
 
     Args:
         result: the comparison (with ``behaviour`` for the "why" sections).
         links_from: the directory the page will be written in (links to example
             trials' transcripts are relative to it); ``None`` links absolutely.
+        run_dirs: BASE's and HEAD's run directories, when known as paths (else the
+            directories ``behaviour`` names).
     """
     from .compare_page import compare_page
 
-    return _render("compare.html.j2", page=compare_page(result, links_from=links_from))
+    page = compare_page(result, links_from=links_from, run_dirs=run_dirs)
+    return _render("compare.html.j2", page=page)
 
 
 def render_history_html(directory: Path, reports: list[LoadedReport]) -> bytes:
