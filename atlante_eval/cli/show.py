@@ -44,7 +44,7 @@ def show(
     diff_target: Annotated[
         str | None,
         typer.Argument(
-            metavar="[SCENARIO[:I:J]]",
+            metavar="SCENARIO[:I:J]",
             help="With --diff: the scenario, and optionally the trial of each run.",
             show_default=False,
         ),
