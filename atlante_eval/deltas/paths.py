@@ -45,12 +45,7 @@ def typical_path(paths: Sequence[TrialPath]) -> TypicalPath:
     candidates = [key for key, members in groups.items() if len(members) == most]
     chosen = candidates[0]
     if len(candidates) > 1:
-        weighed = candidates[:MEDOID_CANDIDATES]
-        totals = {
-            key: sum(edit_distance(key, other) * len(m) for other, m in groups.items())
-            for key in weighed
-        }
-        chosen = min(weighed, key=lambda key: (totals[key], groups[key][0][0].i))
+        chosen = _medoid(candidates[:MEDOID_CANDIDATES], groups)
     members = groups[chosen]
     return TypicalPath(
         steps=list(members[0][1][:MAX_PATH_STEPS]),
@@ -62,6 +57,28 @@ def typical_path(paths: Sequence[TrialPath]) -> TypicalPath:
             for trial, _ in members[:EXAMPLES]
         ],
     )
+
+
+def _medoid(
+    candidates: Sequence[tuple[StepKey, ...]], groups: dict[tuple[StepKey, ...], list[TrialPath]]
+) -> tuple[StepKey, ...]:
+    """The candidate with the smallest total edit distance to every trial's path."""
+    codes: dict[StepKey, int] = {}
+    coded = {key: [codes.setdefault(step, len(codes)) for step in key] for key in groups}
+    distances: dict[tuple[int, int], int] = {}
+    order = {key: index for index, key in enumerate(groups)}
+
+    def distance(one: tuple[StepKey, ...], other: tuple[StepKey, ...]) -> int:
+        pair = (min(order[one], order[other]), max(order[one], order[other]))
+        if pair not in distances:
+            distances[pair] = edit_distance(coded[one], coded[other])
+        return distances[pair]
+
+    totals = {
+        key: sum(distance(key, other) * len(members) for other, members in groups.items())
+        for key in candidates
+    }
+    return min(candidates, key=lambda key: (totals[key], groups[key][0][0].i))
 
 
 def path_delta(base: Sequence[TrialPath], head: Sequence[TrialPath]) -> PathDelta | None:

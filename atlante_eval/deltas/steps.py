@@ -128,7 +128,7 @@ def trial_steps(entries: Iterable[TranscriptEntry]) -> list[PathStep]:
     def walk(parent: str | None, agents: tuple[str, ...]) -> None:
         for item in children.get(parent, []):
             steps.append(
-                PathStep(
+                PathStep.model_construct(  # built from validated entries: no second validation
                     kind=item.kind,
                     name=item.name,
                     depth=len(agents),
