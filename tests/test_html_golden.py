@@ -14,8 +14,17 @@ from pathlib import Path
 
 from reports import counts, report, trials, write
 
-from atlante_eval import CheckResult, TrialResult, compare_reports
+from atlante_eval import (
+    BehaviourDeltas,
+    CheckResult,
+    TranscriptEntry,
+    TrialResult,
+    TrialSet,
+    compare_reports,
+    compare_trial_sets,
+)
 from atlante_eval.report import summarize
+from atlante_eval.transcript import HeaderEntry, SkillEntry, ToolCallEntry
 from atlante_eval.views.html import render_compare_html, render_history_html, render_run_html
 from atlante_eval.views.html.history import LoadedReport
 
@@ -144,6 +153,36 @@ def test_compare_page_structure() -> None:
         {"a": counts(0, 10), "b": counts(3, 3), "d": counts(1, 0)}, run_id="h", model="other/model"
     )
     golden("html-compare.txt", outline(render_compare_html(compare_reports(base, head))))
+
+
+def _session(*calls: tuple[str, str]) -> list[TranscriptEntry]:
+    entries: list[TranscriptEntry] = [HeaderEntry(host="claude-code", scenario="a", trial=0)]
+    for t, (kind, name) in enumerate(calls, start=1):
+        if kind == "skill":
+            entries.append(SkillEntry(t=t, name=name))
+        else:
+            entries.append(ToolCallEntry(t=t, id=f"c{t}", name=name, tool_kind=kind))  # type: ignore[arg-type]
+    return entries
+
+
+def test_compare_page_why_section_structure() -> None:
+    """The behaviour section: one article per changed scenario, its tables and path rows."""
+    base_trials = trials(counts(4, 0), transcript="trials/a/0/transcript.jsonl")
+    head_trials = trials(counts(0, 4), transcript="trials/a/0/transcript.jsonl")
+    base, head = report({"a": base_trials}), report({"a": head_trials}, run_id="h")
+    result = compare_reports(base, head)
+    before = _session(("skill", "api"), ("shell", "Bash"), ("write", "Edit"))
+    after = _session(("shell", "Bash"), ("shell", "Bash"), ("write", "Edit"))
+    behaviour = compare_trial_sets(
+        TrialSet(base_trials, dict.fromkeys(range(4), before)),
+        TrialSet(head_trials, dict.fromkeys(range(4), after)),
+        verdict=result.scenarios["a"].verdict,
+    )
+    deltas = BehaviourDeltas(
+        alpha=0.05, base_dir="/runs/base", head_dir="/runs/head", scenarios={"a": behaviour}
+    )
+    page = render_compare_html(result.model_copy(update={"behaviour": deltas}))
+    golden("html-compare-why.txt", outline(page))
 
 
 def test_history_page_structure(tmp_path: Path) -> None:
