@@ -53,7 +53,7 @@ class TrialSet:
 
     @classmethod
     def from_run(cls, report: RunReport, scenario: str, run_dir: Path | None) -> TrialSet:
-        """The trials of ``scenario`` in ``report``, with transcripts read from ``run_dir``."""
+        """The trials of ``scenario``, with the graded ones' transcripts from ``run_dir``."""
         trials = report.scenarios[scenario].trials
         if run_dir is None:
             return cls(trials)
@@ -61,8 +61,9 @@ class TrialSet:
             run = RunFiles.open_existing(run_dir)
         except OSError:
             return cls(trials)
+        graded = [t for t in trials if t.verdict not in _UNGRADED]  # the only ones compared
         with contextlib.closing(run):
-            found = {t.i: read_entries(run, scenario, t.i) for t in trials}
+            found = {t.i: read_entries(run, scenario, t.i) for t in graded}
         return cls(trials, {i: entries for i, entries in found.items() if entries is not None})
 
 
