@@ -167,15 +167,15 @@ def _session(*calls: tuple[str, str]) -> list[TranscriptEntry]:
 
 def test_compare_page_why_section_structure() -> None:
     """The behaviour section: one article per changed scenario, its tables and path rows."""
-    base_trials = trials(counts(4, 0), transcript="trials/a/0/transcript.jsonl")
-    head_trials = trials(counts(0, 4), transcript="trials/a/0/transcript.jsonl")
+    base_trials, head_trials = trials(counts(4, 0)), trials(counts(0, 4))
     base, head = report({"a": base_trials}), report({"a": head_trials}, run_id="h")
     result = compare_reports(base, head)
     before = _session(("skill", "api"), ("shell", "Bash"), ("write", "Edit"))
     after = _session(("shell", "Bash"), ("shell", "Bash"), ("write", "Edit"))
+    files = {i: f"trials/a/{i}/transcript.jsonl" for i in range(4)}
     behaviour = compare_trial_sets(
-        TrialSet(base_trials, dict.fromkeys(range(4), before)),
-        TrialSet(head_trials, dict.fromkeys(range(4), after)),
+        TrialSet(base_trials, dict.fromkeys(range(4), before), files),
+        TrialSet(head_trials, dict.fromkeys(range(4), after), files),
         verdict=result.scenarios["a"].verdict,
     )
     deltas = BehaviourDeltas(

@@ -66,7 +66,9 @@ def compare_trial_sets(
             [trial_usage(e) for e in new_entries.values()],
             alpha=alpha,
         )
-        paths = path_delta(_paths(old, old_entries), _paths(new, new_entries))
+        paths = path_delta(
+            _paths(old, old_entries), _paths(new, new_entries), files=(base.files, head.files)
+        )
         if (
             paths is not None
             and max(len(paths.base.steps), len(paths.head.steps)) >= MAX_PATH_STEPS

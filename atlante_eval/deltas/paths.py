@@ -11,7 +11,7 @@ path is compared with the Fisher exact test.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..report import TrialResult
 from ..report.behaviour import PathDelta, PathStep, TrialRef, TypicalPath
@@ -36,8 +36,12 @@ def _keys(steps: Sequence[PathStep]) -> tuple[StepKey, ...]:
     return tuple(step_key(step) for step in steps[:MAX_PATH_STEPS])
 
 
-def typical_path(paths: Sequence[TrialPath]) -> TypicalPath:
-    """The most common path of ``paths`` (the medoid among ties); ``paths`` is not empty."""
+def typical_path(paths: Sequence[TrialPath], files: Mapping[int, str] | None = None) -> TypicalPath:
+    """The most common path of ``paths`` (the medoid among ties); ``paths`` is not empty.
+
+    ``files`` names each trial's transcript (relative to its run directory) for the
+    examples.
+    """
     groups: dict[tuple[StepKey, ...], list[TrialPath]] = {}
     for trial, steps in sorted(paths, key=lambda pair: pair[0].i):
         groups.setdefault(_keys(steps), []).append((trial, steps))
@@ -53,7 +57,7 @@ def typical_path(paths: Sequence[TrialPath]) -> TypicalPath:
         trials=len(paths),
         chosen_by="most-common" if most > 1 or len(groups) == 1 else "medoid",
         examples=[
-            TrialRef(i=trial.i, verdict=trial.verdict, transcript=trial.transcript)
+            TrialRef(i=trial.i, verdict=trial.verdict, transcript=(files or {}).get(trial.i))
             for trial, _ in members[:EXAMPLES]
         ],
     )
@@ -81,11 +85,19 @@ def _medoid(
     return min(candidates, key=lambda key: (totals[key], groups[key][0][0].i))
 
 
-def path_delta(base: Sequence[TrialPath], head: Sequence[TrialPath]) -> PathDelta | None:
-    """Both sides' typical paths aligned (``None`` when a side has no path)."""
+def path_delta(
+    base: Sequence[TrialPath],
+    head: Sequence[TrialPath],
+    *,
+    files: tuple[Mapping[int, str], Mapping[int, str]] = ({}, {}),
+) -> PathDelta | None:
+    """Both sides' typical paths aligned (``None`` when a side has no path).
+
+    ``files``: BASE's and HEAD's transcript files by trial index, for the examples.
+    """
     if not base or not head:
         return None
-    old, new = typical_path(base), typical_path(head)
+    old, new = typical_path(base, files[0]), typical_path(head, files[1])
     rows = align(old.steps, new.steps)
     target = _keys(old.steps)
     following = sum(1 for _, steps in head if _keys(steps) == target)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..report import RunFiles, RunReport, TrialResult
+from ..report import TRIALS_DIR, RunFiles, RunReport, TrialResult
 from ..transcript import (
     TRANSCRIPT_FILE,
     HeaderEntry,
@@ -42,10 +42,13 @@ class TrialSet:
             executed minus infra-errors, are compared).
         transcripts: Transcript entries by trial index (``load_transcript``'s result);
             a trial without one is left out.
+        files: Where each transcript was read, relative to the run directory, by trial
+            index (example trials link to them; optional).
     """
 
     trials: Sequence[TrialResult]
     transcripts: Mapping[int, Sequence[TranscriptEntry]] = field(default_factory=dict)
+    files: Mapping[int, str] = field(default_factory=dict)
 
     def graded(self) -> list[TrialResult]:
         """The trials compared: executed trials minus infra-errors, in index order."""
@@ -64,7 +67,9 @@ class TrialSet:
         graded = [t for t in trials if t.verdict not in _UNGRADED]  # the only ones compared
         with contextlib.closing(run):
             found = {t.i: read_entries(run, scenario, t.i) for t in graded}
-        return cls(trials, {i: entries for i, entries in found.items() if entries is not None})
+        read = {i: entries for i, entries in found.items() if entries is not None}
+        files = {i: f"{TRIALS_DIR}/{scenario}/{i}/{TRANSCRIPT_FILE}" for i in read}
+        return cls(trials, read, files)
 
 
 def read_entries(run: RunFiles, scenario: str, index: int) -> list[TranscriptEntry] | None:

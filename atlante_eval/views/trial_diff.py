@@ -20,8 +20,9 @@ from ..deltas import TrialSet, align, first_divergence, read_entries, trial_step
 from ..deltas.paths import typical_path
 from ..deltas.steps import fold
 from ..diagnostics import DiagnosticError, error
-from ..report import OutputModel, RunFiles, RunReport
+from ..report import TRIALS_DIR, OutputModel, RunFiles, RunReport
 from ..report.behaviour import AlignedStep, PathStep
+from ..transcript import TRANSCRIPT_FILE
 from .causes import trial_cause
 
 __all__ = ["DiffSide", "TrialDiffView", "parse_diff_target", "pick_trial", "trial_diff_view"]
@@ -133,7 +134,7 @@ def _side(
         i=index,
         verdict=trial.verdict,
         cause=trial_cause(trial, report.meta.config),
-        transcript=(trial.transcript or f"trials/{scenario}/{index}/transcript.jsonl")
+        transcript=f"{TRIALS_DIR}/{scenario}/{index}/{TRANSCRIPT_FILE}"
         if entries is not None
         else None,
         steps=len(steps),
