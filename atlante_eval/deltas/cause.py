@@ -1,8 +1,8 @@
 """The probable cause: one line naming the most significant deltas of a changed scenario.
 
 For a ``regressed`` or ``improved`` scenario: up to two usage deltas with p-value
-below alpha (most significant first), else the path divergence when fewer trials
-followed BASE's typical path (p below alpha), then effort deltas below alpha to
+below alpha (most significant first), else the path divergence when the share of
+trials following BASE's typical path differs (p below alpha), then effort deltas to
 fill two places, and the check whose failures moved most in the verdict's
 direction. It is an association seen in these trials, not proof of a cause: every
 renderer labels it so.
