@@ -164,6 +164,21 @@ def test_the_typical_path_is_the_most_common_else_the_medoid() -> None:
     assert [step_label(s) for s in medoid.steps] == ["read Read", "shell Bash", "write Edit"]
 
 
+def test_a_reordering_is_named_by_the_paths_when_no_usage_differs() -> None:
+    """The same calls in another order: no usage delta, so the cause names the divergence."""
+    deltas = compare_trial_sets(
+        _side([_calls("read:Read", "shell:Bash")] * 6, failing=()),
+        _side([_calls("shell:Bash", "read:Read")] * 6, failing=range(6)),
+        verdict="regressed",
+    )
+    assert deltas.usage is not None
+    assert all(u.p_value == 1.0 for u in deltas.usage)
+    assert deltas.probable_cause == (
+        "regressed: typical path diverges at step 1: read Read dropped "
+        "(6/6 → 0/6 follow BASE's path); check 1 file-contains now fails 6/6 (BASE 0/6)"
+    )
+
+
 def test_effort_leaves_out_metrics_nobody_recorded() -> None:
     """No tokens or cost anywhere: turns and duration only, with their differences."""
     deltas = compare_trial_sets(

@@ -48,10 +48,14 @@ def _path_summary(paths: PathDelta) -> str | None:
     if index is None:
         return None
     row = paths.alignment[index]
-    old = step_label(row.base) if row.base is not None else "(nothing)"
-    new = step_label(row.head) if row.head is not None else "(nothing)"
+    if row.base is not None and row.head is not None:
+        what = f"{step_label(row.base)} → {step_label(row.head)}"
+    elif row.base is not None:
+        what = f"{step_label(row.base)} dropped"
+    else:
+        what = f"{step_label(row.head) if row.head is not None else '?'} added"
     return (
-        f"typical path diverges at step {index + 1}: {old} → {new} "
+        f"typical path diverges at step {index + 1}: {what} "
         f"({paths.base_following}/{paths.base.trials} → "
         f"{paths.head_following}/{paths.head.trials} follow BASE's path)"
     )
