@@ -12,7 +12,6 @@ them in the probable cause, the typical paths must part at the skill, and
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +26,12 @@ from atlante_eval import BehaviourDeltas, behaviour_deltas, run_eval
 from atlante_eval.cli import app
 from atlante_eval.stats.proportions import fisher_exact_two_sided
 
+from .environment import HOSTS, leftovers, real_host_environment
 from .fixtures import require_hosts
 from .mock_model import CallTool, MockModelServer, Reply, RunBash, Script, WriteFile
-from .test_eval_real_hosts import _environment, leftovers
 
 pytestmark = pytest.mark.realhost
 
-HOSTS = ("claude-code", "opencode")
 TRIALS = 4
 SKILL = "python-tests"
 SKILL_TEXT = "---\nname: python-tests\ndescription: Run the Python tests.\n---\nRun pytest.\n"
@@ -127,13 +125,10 @@ def compared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     bin_dir = require_hosts()
     tmp = tmp_path_factory.mktemp(f"deltas-{host}")
     marker = uuid.uuid4().hex
-    with MockModelServer(scripts()) as mock, pytest.MonkeyPatch.context() as patch:
-        variables, pass_env = _environment(host, mock, tmp, marker)
-        patch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-        for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENCODE_DB"):
-            patch.delenv(name, raising=False)
-        for name, value in variables.items():
-            patch.setenv(name, value)
+    with (
+        MockModelServer(scripts()) as mock,
+        real_host_environment(host, mock, tmp, bin_dir=bin_dir, marker=marker) as pass_env,
+    ):
         runs = {side: _run(tmp, host, side, pass_env) for side in ("base", "head")}
         assert leftovers(marker) == []
     return Compared(host, runs["base"], runs["head"], behaviour_deltas(runs["base"], runs["head"]))
