@@ -179,8 +179,8 @@ def test_reports_without_transcripts_get_checks_and_effort_only(runs: Runs, tmp_
     assert s.paths is None
     assert (s.base.transcripts, s.head.transcripts) == (6, 0)
     assert s.notes == [
-        "transcripts absent from HEAD (a reference report, or a report without its run "
-        "directory's trials/): checks and effort only"
+        "transcripts absent from HEAD (a reference report, a blessed baseline from the "
+        "history, or a report without its run directory's trials/): checks and effort only"
     ]
     assert [c.change for c in s.checks] == ["started-failing"]
     assert {e.metric for e in s.effort} >= {"durationMs", "turns"}

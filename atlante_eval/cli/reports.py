@@ -202,7 +202,11 @@ def compare_command(
             PublishedComparison(result), markdown, option="--markdown"
         )
     if html is not None:
-        published = PublishedComparison(result, links_from=html.absolute().parent)
+        head_dir = head_file.parent.absolute()
+        base_dir = sides.base_dir.absolute() if sides.base_dir is not None else None
+        published = PublishedComparison(
+            result, links_from=html.absolute().parent, run_dirs=(base_dir, head_dir)
+        )
         COMPARE_WRITERS["html"].write(published, html, option="--html")
     _print_comparison(result, gate, as_json=as_json, markdown=markdown == Path("-"))
     return 1 if gate is not None and gate.fails else 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .._util.paths import display_path
 from ..choices import DEFAULT_ALPHA
 from ..report import RunReport, TrialResult, load_report, report_path
 from ..report.behaviour import BehaviourDeltas, PathStep, ScenarioBehaviour, SideCounts
@@ -112,8 +113,9 @@ def _notes(base_graded: int, base_read: int, head_graded: int, head_read: int) -
     ]
     if absent:
         return [
-            f"transcripts absent from {' and '.join(absent)} (a reference report, or a report "
-            "without its run directory's trials/): checks and effort only"
+            f"transcripts absent from {' and '.join(absent)} (a reference report, a blessed "
+            "baseline from the history, or a report without its run directory's trials/): "
+            "checks and effort only"
         ]
     return [
         f"{label}: {read} of {graded} graded trials have a transcript; usage and paths use those"
