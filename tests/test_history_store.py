@@ -470,6 +470,12 @@ def test_bless_then_compare_with_blessed(store_url: str, tmp_path: Path) -> None
     assert document["base"]["path"].startswith("blessed:default (run 2026-03-01T02-00-00-0000")
     assert document["scenarios"]["task"]["verdict"] == "regressed"
     assert compared.exit_code == 1
+    why = document["behaviour"]  # a baseline rebuilt from the store has no transcripts
+    assert why["baseDir"] is None
+    assert why["scenarios"]["task"]["usage"] is None
+    assert why["scenarios"]["task"]["notes"][0].startswith(
+        "transcripts absent from BASE and HEAD (a reference report, a blessed baseline"
+    )
     missing = invoke("compare", "blessed:nightly", head, "--history", store_url)
     assert missing.exit_code == 2
     assert "error [history-no-baseline]: no baseline 'nightly'" in missing.stderr
