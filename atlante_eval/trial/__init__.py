@@ -12,6 +12,7 @@ from __future__ import annotations
 from .gitops import Changes, GitError, collect_changes, make_skeleton
 from .process import (
     ProcessResult,
+    SpawnPlan,
     SpawnWrapper,
     confined_spawns,
     kill_all_process_groups,
@@ -34,6 +35,7 @@ __all__ = [
     "ProcessResult",
     "Sandbox",
     "SandboxError",
+    "SpawnPlan",
     "SpawnWrapper",
     "TrialDirs",
     "collect_changes",

@@ -15,7 +15,10 @@ command checks by passing one, and host sessions through
 :func:`confined_spawns`, so every process a host starts is confined without the
 host knowing (a host cannot forget it). Wrapped programs are started from one
 long-lived thread: bubblewrap's ``--die-with-parent`` is tied to the thread
-that forked it, and the worker threads of the event loop come and go.
+that forked it, and the worker threads of the event loop come and go. A wrapper
+that needs more than a command line (per-trial resource limits) returns a
+:class:`SpawnPlan`: descriptors the child inherits, a step run in the spawning
+thread right after the spawn, and one run once the child is gone.
 
 A run is four steps: :func:`_command` (the command line, marked and wrapped),
 :func:`_start` (spawn and track), :func:`_supervise` (read, feed, wait, end the
@@ -52,6 +55,7 @@ __all__ = [
     "SWEEP_ENV",
     "HeadBuffer",
     "ProcessResult",
+    "SpawnPlan",
     "SpawnWrapper",
     "TailBuffer",
     "confined_spawns",
@@ -65,8 +69,30 @@ DEFAULT_GRACE_S = 5.0
 _DRAIN_S = 2.0
 
 
-#: Rewrites ``(argv, cwd, env)`` into the command line and environment actually spawned.
-SpawnWrapper = Callable[[Sequence[str], Path, Mapping[str, str]], tuple[list[str], dict[str, str]]]
+@dataclass(frozen=True, slots=True)
+class SpawnPlan:
+    """What a spawn wrapper asks for beyond a command line: descriptors and two steps."""
+
+    argv: list[str]
+    """The command line to spawn."""
+    env: dict[str, str]
+    """Its complete environment."""
+    pass_fds: tuple[int, ...] = ()
+    """Descriptors the child inherits (the wrapper owns them and closes them)."""
+    after_spawn: Callable[[int], None] | None = None
+    """Called in the spawning thread with the child's pid, right after the spawn."""
+    after_exit: Callable[[], None] | None = None
+    """Called (in a worker thread) once the child is ended, or when it could not start."""
+    confined: bool = True
+    """The child is a confinement (bubblewrap): a timeout's SIGTERM goes to the
+    processes inside it, not to the confinement (see :func:`_terminate`)."""
+
+
+#: Rewrites ``(argv, cwd, env)`` into the command line and environment actually spawned
+#: (or a :class:`SpawnPlan`).
+SpawnWrapper = Callable[
+    [Sequence[str], Path, Mapping[str, str]], tuple[list[str], dict[str, str]] | SpawnPlan
+]
 
 _CONFINED: contextvars.ContextVar[SpawnWrapper | None] = contextvars.ContextVar(
     "atlante_eval_confined_spawns", default=None
@@ -84,12 +110,10 @@ def confined_spawns(wrapper: SpawnWrapper | None) -> Iterator[None]:
         _CONFINED.reset(token)
 
 
-def _spawn_in_long_lived_thread(
-    argv: list[str], cwd: Path, env: dict[str, str], fds: tuple[int, int, int]
-) -> Process:
+def _spawn_in_long_lived_thread(plan: SpawnPlan, cwd: Path, fds: tuple[int, int, int]) -> Process:
     if not _SPAWNER:
         _SPAWNER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="atlante-spawn"))
-    return _SPAWNER[0].submit(_spawn, argv, cwd, env, fds).result()
+    return _SPAWNER[0].submit(_spawn, plan, cwd, fds).result()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,18 +158,31 @@ class ProcessResult:
 Process = subprocess.Popen[bytes]
 
 
-def _spawn(argv: list[str], cwd: Path, env: dict[str, str], fds: tuple[int, int, int]) -> Process:
-    """Start the child (in a worker thread: a fork must not stall the event loop)."""
-    return subprocess.Popen(
-        argv,
+def _spawn(plan: SpawnPlan, cwd: Path, fds: tuple[int, int, int]) -> Process:
+    """Start the child (in a worker thread: a fork must not stall the event loop).
+
+    Then the plan's ``after_spawn`` step, in the same thread; if it fails, the
+    child is killed and reaped before the error propagates.
+    """
+    process = subprocess.Popen(
+        plan.argv,
         stdin=fds[0],
         stdout=fds[1],
         stderr=fds[2],
         cwd=cwd,
-        env=env,
+        env=plan.env,
         start_new_session=True,
         close_fds=True,
+        pass_fds=plan.pass_fds,
     )
+    if plan.after_spawn is not None:
+        try:
+            plan.after_spawn(process.pid)
+        except BaseException:
+            _signal_group(process, signal.SIGKILL)
+            process.wait()
+            raise
+    return process
 
 
 async def _wait(process: Process) -> int:
@@ -259,22 +296,25 @@ async def run_process(
     marker = secrets.token_hex(16) if sweep else None
     wrapper = wrap if wrap is not None else _CONFINED.get()
     try:
-        spawn_argv, child_env = _command(argv, cwd, env, marker=marker, wrapper=wrapper)
+        plan = _command(argv, cwd, env, marker=marker, wrapper=wrapper)
     except OSError as exc:
         return _not_started(exc, argv, started)
     pipes = Pipes(with_stdin=stdin is not None)
     try:
-        process = await _start(
-            spawn_argv, cwd, child_env, pipes, confined=wrapper is not None, marker=marker
-        )
+        process = await _start(plan, cwd, pipes, wrapped=wrapper is not None, marker=marker)
     except OSError as exc:
+        await _after_exit(plan)
         return _not_started(exc, argv, started)
+    except BaseException:
+        await _after_exit(plan)
+        raise
     try:
         timed_out, finished_ms = await _supervise(
             process, pipes, output, stdin=stdin, timeout_s=timeout_s, grace_s=grace, started=started
         )
     finally:
         await _release(process, pipes, grace_s=grace, marker=marker)
+        await _after_exit(plan)
     return output.result(process.returncode, timed_out=timed_out, duration_ms=finished_ms)
 
 
@@ -314,28 +354,27 @@ def _command(
     *,
     marker: str | None,
     wrapper: SpawnWrapper | None,
-) -> tuple[list[str], dict[str, str]]:
-    """Return the command line and environment to spawn: marked for the sweep, then wrapped.
+) -> SpawnPlan:
+    """Return what to spawn: the command marked for the sweep, then wrapped.
 
     Raises:
         OSError: the wrapper could not prepare the confinement.
     """
     child_env = dict(env) if marker is None else {**env, SWEEP_ENV: marker}
-    if wrapper is not None and argv:
-        return wrapper(list(argv), cwd, child_env)
-    return list(argv), child_env
+    if wrapper is None or not argv:
+        return SpawnPlan(list(argv), child_env, confined=False)
+    wrapped = wrapper(list(argv), cwd, child_env)
+    if isinstance(wrapped, SpawnPlan):
+        return wrapped
+    return SpawnPlan(*wrapped)
 
 
 async def _start(
-    argv: list[str],
-    cwd: Path,
-    env: dict[str, str],
-    pipes: Pipes,
-    *,
-    confined: bool,
-    marker: str | None,
+    plan: SpawnPlan, cwd: Path, pipes: Pipes, *, wrapped: bool, marker: str | None
 ) -> Process:
     """Spawn the child on the pipes' child ends, then track its group (and its sweep marker).
+
+    A wrapped child is spawned from the long-lived thread (``--die-with-parent``).
 
     Raises:
         OSError: the program could not be started; every pipe is closed.
@@ -345,10 +384,9 @@ async def _start(
         # Shielded: once the thread has started the child, it must be tracked and ended.
         with anyio.CancelScope(shield=True):
             process = await anyio.to_thread.run_sync(
-                _spawn_in_long_lived_thread if confined else _spawn,
-                argv,
+                _spawn_in_long_lived_thread if wrapped else _spawn,
+                plan,
                 cwd,
-                env,
                 (stdin_fd, pipes.stdout_write, pipes.stderr_write),
             )
     except BaseException:
@@ -356,7 +394,7 @@ async def _start(
         raise
     pipes.close_child_ends()
     LIVE_GROUPS.pids.add(process.pid)
-    if confined:
+    if plan.confined:
         LIVE_GROUPS.confined.add(process.pid)
     if marker is not None:
         LIVE_GROUPS.markers.add(marker)
@@ -431,6 +469,13 @@ async def _release(process: Process, pipes: Pipes, *, grace_s: float, marker: st
         if marker is not None:
             await anyio.to_thread.run_sync(sweep_marked, marker)
             LIVE_GROUPS.markers.discard(marker)
+
+
+async def _after_exit(plan: SpawnPlan) -> None:
+    """Run the plan's ``after_exit`` step, shielded, off the event loop."""
+    if plan.after_exit is not None:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(plan.after_exit)
 
 
 def _not_started(exc: OSError, argv: Sequence[str], started: float) -> ProcessResult:
