@@ -232,6 +232,16 @@ def run(
             show_default=False,
         ),
     ] = None,
+    limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--limit",
+            metavar="KEY=VALUE",
+            help="A per-trial resource limit, over eval.limits (repeatable): memoryMb=N, "
+            "pids=N, cpus=X, tmpMb=N, or KEY=unlimited.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run every selected scenario's trials on the configured host and publish the report.
 
@@ -268,6 +278,7 @@ def run(
             history=not no_history,
             history_url=history,
             alert_webhook=alert_webhook,
+            limits=limit,
         )
         return run_command(path, options, as_json=as_json, junit=junit, log_format=log_format)
 

@@ -93,6 +93,9 @@ class Confinement:
     """Extra paths bound read-only."""
     network: NetworkAccess | None = None
     """``None``: no network at all (only an empty loopback)."""
+    tmp_bytes: int | None = None
+    """Size of each private tmpfs (``/tmp``, ``/var``, ``/run``, ``/dev/shm``); ``None``:
+    the kernel's default (half the machine's memory)."""
     _python: tuple[str, tuple[Path, ...]] = field(default_factory=lambda: _forwarder_python())
 
     def __call__(
@@ -161,14 +164,20 @@ class Confinement:
             elif os.path.lexists(secret):
                 args += ["--ro-bind", os.devnull, secret]
         # Mount points inside the new root, not files the engine creates.
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run"]  # noqa: S108
-        args += ["--tmpfs", "/var", "--dir", "/var/tmp"]  # noqa: S108
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        for mount in ("/tmp", "/run", "/var", "/dev/shm"):  # noqa: S108 - tmpfs.TMPFS_MOUNTS
+            args += [*self._size(), "--tmpfs", mount]
+        args += ["--dir", "/var/tmp"]  # noqa: S108
         for path in readonly:
             if os.path.lexists(path):
                 args += ["--ro-bind", str(path), str(path)]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
         return args
+
+    def _size(self) -> list[str]:
+        """The ``--size`` option for the next ``--tmpfs`` (none without a size)."""
+        return [] if self.tmp_bytes is None else ["--size", str(self.tmp_bytes)]
 
     def _environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """``env`` with per-user directories inside the sandbox and the proxy set (or unset)."""

@@ -127,7 +127,8 @@ def main(args: list[str]) -> int:
             continue
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        _signal.signal(number, _signal.SIG_DFL)
+        if number not in (_signal.SIGKILL, _signal.SIGSTOP):  # neither can be re-armed
+            _signal.signal(number, _signal.SIG_DFL)
         os.kill(os.getpid(), number)
     return os.waitstatus_to_exitcode(status)
 

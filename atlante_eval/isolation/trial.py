@@ -1,4 +1,4 @@
-"""One trial's confinements under ``os`` isolation, its proxies, and what they denied.
+"""One trial's confinements under ``os`` isolation, its proxies, its limits, and what they denied.
 
 Three phases, three policies (docs/isolation.md):
 
@@ -8,6 +8,9 @@ Three phases, three policies (docs/isolation.md):
 * ``setup``: the same files; network to ``eval.network.allow`` only (none when
   the list is empty);
 * ``check`` (command checks): the same files; no network at all.
+
+With resource limits (:mod:`.limits`), under ``os`` or ``none``, every phase's
+processes also join the trial's control group, and what they reach is recorded.
 """
 
 from __future__ import annotations
@@ -21,15 +24,17 @@ from pathlib import Path
 from typing import Literal
 
 from .._util.endpoints import Endpoint, endpoints_in_env, parse_endpoint
-from ..report import DeniedAccess
-from ..trial import SpawnWrapper
+from ..report import DeniedAccess, TrialResult
+from ..trial import SpawnPlan, SpawnWrapper
 from .bwrap import FORWARDER_PORT, Confinement, NetworkAccess
+from .limits import LimitSettings, TrialLimits, open_trial_limits, with_limits
 from .proxy import FilterProxy, serve_proxy
 
 __all__ = ["IsolationSettings", "Phase", "TrialIsolation", "open_trial_isolation"]
 
 Phase = Literal["session", "setup", "check"]
 _MAX_SOCKET_PATH = 100
+_Proxies = tuple[tuple[FilterProxy, Path], tuple[FilterProxy, Path] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +69,14 @@ class _Wrapper:
         proxy: tuple[FilterProxy, Path] | None,
         *,
         learn: bool,
+        tmp_bytes: int | None = None,
     ) -> None:
         self.settings = settings
         self.root = root
         self.state = state
         self.proxy = proxy
         self.learn = learn
+        self.tmp_bytes = tmp_bytes
 
     def __call__(
         self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
@@ -86,39 +93,75 @@ class _Wrapper:
             state_dir=self.state,
             writable=(self.root, self.state),
             network=network,
+            tmp_bytes=self.tmp_bytes,
         )
         return confine(argv, cwd, env)
 
 
+class _Limited:
+    """A :data:`SpawnWrapper` that runs a phase inside the trial's limits (then or not confined)."""
+
+    def __init__(self, limits: TrialLimits, phase: Phase, confine: _Wrapper | None) -> None:
+        self.limits = limits
+        self.phase = phase
+        self.confine = confine
+
+    def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> SpawnPlan:
+        if self.confine is None:
+            return self.limits.plan(self.phase, argv, cwd, env, confined=False)
+        command, child_env = self.confine(argv, cwd, env)
+        return self.limits.plan(self.phase, command, cwd, child_env, confined=True)
+
+
 class TrialIsolation:
-    """The confinements of one trial and the destinations its proxies refused."""
+    """The confinements and limits of one trial, and what its proxies refused."""
 
     def __init__(
         self,
-        settings: IsolationSettings,
-        session: tuple[FilterProxy, Path],
-        setup: tuple[FilterProxy, Path] | None,
+        settings: IsolationSettings | None,
+        proxies: _Proxies | None,
+        limits: TrialLimits | None = None,
     ) -> None:
         self.settings = settings
-        self._session = session
-        self._setup = setup
+        self._proxies = proxies
+        self.limits = limits
 
     def wrapper(self, phase: Phase, root: Path, state: Path) -> SpawnWrapper:
         """The spawn wrapper confining ``phase`` to the sandbox ``root`` and ``state``."""
-        proxy = {"session": self._session, "setup": self._setup, "check": None}[phase]
-        return _Wrapper(self.settings, root, state, proxy, learn=phase == "session")
+        confine: _Wrapper | None = None
+        if self.settings is not None and self._proxies is not None:
+            session, setup = self._proxies
+            proxy = {"session": session, "setup": setup, "check": None}[phase]
+            tmp = self.limits.tmp_bytes if self.limits is not None else None
+            confine = _Wrapper(
+                self.settings, root, state, proxy, learn=phase == "session", tmp_bytes=tmp
+            )
+        if self.limits is not None:
+            return _Limited(self.limits, phase, confine)
+        assert confine is not None, "a trial isolation confines, limits, or both"
+        return confine
 
     def denied(self) -> list[DeniedAccess]:
         """Refused destinations, per phase, in a stable order."""
         found: list[DeniedAccess] = []
+        if self._proxies is None:
+            return found
         phases: tuple[tuple[Literal["session", "setup"], tuple[FilterProxy, Path] | None], ...]
-        phases = (("session", self._session), ("setup", self._setup))
+        phases = (("session", self._proxies[0]), ("setup", self._proxies[1]))
         for phase, pair in phases:
             if pair is None:
                 continue
             for target, count in sorted(pair[0].denied.items()):
                 found.append(DeniedAccess(phase=phase, kind="network", target=target, count=count))
         return found
+
+    def settle(self, result: TrialResult) -> TrialResult:
+        """``result`` with what the trial's isolation refused and the limits it reached."""
+        if denied := self.denied():
+            result = result.model_copy(update={"denied": denied})
+        if self.limits is not None:
+            result = with_limits(result, self.limits.reached())
+        return result
 
 
 def _socket_dir(run_root: Path) -> tuple[Path, bool]:
@@ -137,8 +180,30 @@ def _socket_dir(run_root: Path) -> tuple[Path, bool]:
 
 @contextlib.asynccontextmanager
 async def open_trial_isolation(
-    settings: IsolationSettings, run_root: Path
-) -> AsyncIterator[TrialIsolation]:
+    settings: IsolationSettings | None, limits: LimitSettings | None, run_root: Path
+) -> AsyncIterator[TrialIsolation | None]:
+    """The trial's isolation for the block: its limits' group and, under ``os``, its proxies.
+
+    Yields ``None`` when the run neither confines nor limits its trials.
+
+    Raises:
+        SandboxError: the trial's control group could not be created.
+    """
+    if settings is None and (limits is None or not limits.limits.any):
+        yield None
+        return
+    async with contextlib.AsyncExitStack() as stack:
+        trial_limits = None
+        if limits is not None and limits.limits.any:
+            trial_limits = await stack.enter_async_context(open_trial_limits(limits))
+        proxies = None
+        if settings is not None:
+            proxies = await stack.enter_async_context(_proxies(settings, run_root))
+        yield TrialIsolation(settings, proxies, trial_limits)
+
+
+@contextlib.asynccontextmanager
+async def _proxies(settings: IsolationSettings, run_root: Path) -> AsyncIterator[_Proxies]:
     """Start the trial's proxies (session, and setup when ``allow`` is set) for the block."""
     directory, owned = _socket_dir(run_root)
     token = secrets.token_hex(8)
@@ -155,11 +220,7 @@ async def open_trial_isolation(
                 setup = await stack.enter_async_context(
                     serve_proxy(FilterProxy(settings.allow), setup_path)
                 )
-            yield TrialIsolation(
-                settings,
-                (session, session_path),
-                (setup, setup_path) if setup is not None else None,
-            )
+            yield (session, session_path), (setup, setup_path) if setup is not None else None
     finally:
         for path in (session_path, setup_path):
             path.unlink(missing_ok=True)

@@ -7,12 +7,14 @@ options, ...) belongs to ``atlante build`` and is left alone.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -42,9 +44,11 @@ __all__ = [
     "EvalConfig",
     "HostName",
     "IsolationMode",
+    "LimitsConfig",
     "NetworkConfig",
     "Project",
     "ProjectDocument",
+    "Unlimited",
     "find_config",
     "load_project",
 ]
@@ -120,6 +124,46 @@ class AlertsConfig(StrictModel):
     """The blessed baseline (``history bless --name``) a run is compared with."""
 
 
+Unlimited = Literal["unlimited"]
+"""The value that turns one resource limit off (its default included)."""
+#: Most megabytes ``memoryMb`` and ``tmpMb`` accept (16 TiB).
+_MAX_MB = 16 * 1024 * 1024
+
+
+def _limit(low: float, high: float, *, integer: bool = True) -> BeforeValidator:
+    """A validator of one limit: a number from ``low`` to ``high``, or ``"unlimited"``."""
+    kind = "an integer" if integer else "a number"
+
+    def check(value: object) -> object:
+        if value is None or value == "unlimited":
+            return value
+        wanted = int if integer else int | float
+        if isinstance(value, wanted) and not isinstance(value, bool) and low <= value <= high:
+            return value
+        got = json.dumps(value) if isinstance(value, str | int | float | bool) else "another type"
+        raise ValueError(f'must be {kind} from {low:,} to {high:,} or "unlimited" (got {got})')
+
+    return BeforeValidator(check)
+
+
+class LimitsConfig(StrictModel):
+    """``eval.limits`` (and ``run --limit``): per-trial resource limits; absent keys default.
+
+    Enforced for the host session, setup and command checks with control groups,
+    and (``tmpMb``) sized private tmpfs mounts under ``os`` isolation; the defaults
+    are in docs/isolation.md.
+    """
+
+    memory_mb: Annotated[int | Unlimited | None, _limit(16, _MAX_MB)] = None
+    """Memory of all the trial's processes together (MiB), tmpfs pages included."""
+    pids: Annotated[int | Unlimited | None, _limit(16, 4_194_304)] = None
+    """Processes and threads the trial may have at once."""
+    cpus: Annotated[float | Unlimited | None, _limit(0.01, 1024, integer=False)] = None
+    """CPUs' worth of time per scheduling period (``0.5`` is half of one CPU)."""
+    tmp_mb: Annotated[int | Unlimited | None, _limit(1, _MAX_MB)] = None
+    """Size of each private tmpfs (``/tmp``, ``/var``, ``/run``, ``/dev/shm``) under ``os``."""
+
+
 class EvalConfig(StrictModel):
     """The project's ``eval`` section."""
 
@@ -143,6 +187,8 @@ class EvalConfig(StrictModel):
     ``.atlante/eval/history.sqlite``; docs/history.md)."""
     alerts: AlertsConfig | None = None
     """Alerts after a run (additive; docs/history.md)."""
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    """Per-trial resource limits (additive; ``run --limit`` overrides each key)."""
 
     @field_validator("history")
     @classmethod

@@ -27,6 +27,8 @@ __all__ = [
     "CheckResult",
     "CheckVerdict",
     "DeniedAccess",
+    "LimitReached",
+    "LimitsRecord",
     "Meta",
     "MetaConfig",
     "OriginInfo",
@@ -172,6 +174,24 @@ class DeniedAccess(OutputModel):
     """How many times it was asked for."""
 
 
+class LimitReached(OutputModel):
+    """A per-trial resource limit a trial reached (``eval.limits``; additive)."""
+
+    phase: Literal["session", "setup", "check"]
+    """Which processes reached it: the host session, the scenario's setup, or a command check."""
+    limit: Literal["memory", "pids", "tmp"]
+    """``memory`` (the kernel killed a process at ``memoryMb``), ``pids`` (a fork was
+    refused at ``pids``) or ``tmp`` (a private tmpfs of ``tmpMb`` filled up)."""
+    value: int
+    """The limit: megabytes for ``memory`` and ``tmp``, processes for ``pids``."""
+
+    @property
+    def message(self) -> str:
+        """``memory limit 512 MB reached``."""
+        unit = " MB" if self.limit in ("memory", "tmp") else ""
+        return f"{self.limit} limit {self.value}{unit} reached"
+
+
 class TrialResult(OutputModel):
     """One trial of one scenario."""
 
@@ -219,6 +239,8 @@ class TrialResult(OutputModel):
     """What the agent did, from its transcript (additive)."""
     denied: list[DeniedAccess] | None = None
     """What OS isolation refused during this trial (``--isolation os``; additive)."""
+    limits_reached: list[LimitReached] | None = None
+    """The resource limits this trial reached, by phase (``eval.limits``; additive)."""
 
 
 class Spread(OutputModel):
@@ -488,6 +510,21 @@ class TamperedFile(OutputModel):
     """Where it was moved, relative to the run directory (kept, never deleted)."""
 
 
+class LimitsRecord(OutputModel):
+    """The per-trial resource limits a run enforced (additive; absent values: not limited)."""
+
+    memory_mb: int | None = None
+    """``memoryMb``: memory of each trial's processes together."""
+    pids: int | None = None
+    """``pids``: processes and threads of each trial at once."""
+    cpus: float | None = None
+    """``cpus``: CPU time per scheduling period, in CPUs."""
+    tmp_mb: int | None = None
+    """``tmpMb``: size of each private tmpfs under ``os`` isolation."""
+    cgroup: Literal["v2", "v1"] | None = None
+    """The control-group hierarchy that enforced them (absent when none was needed)."""
+
+
 class Meta(OutputModel):
     """Run metadata."""
 
@@ -531,6 +568,8 @@ class Meta(OutputModel):
     """Kept run root with ``--keep`` (additive)."""
     isolation: Literal["os"] | None = None
     """``os`` when trials ran under OS isolation; absent means ``none`` (additive)."""
+    limits: LimitsRecord | None = None
+    """The per-trial resource limits, when any (``eval.limits``, ``--limit``; additive)."""
     interrupted: bool | None = None
     """Set when the run was interrupted or failed part-way (additive)."""
     cleanup_failures: list[CleanupFailure] | None = None

@@ -32,6 +32,7 @@ from .._util.logs import get_logger
 from .._util.paths import display_path
 from ..checks import NO_TRANSCRIPT, CheckContext, ignore_matcher, read_transcript, run_checks
 from ..hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext, secret_values
+from ..isolation.limits import LimitSettings, run_limit_groups
 from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
 from ..project import BEHAVIOUR_CHECK_TAGS, NativeOutputs, Plan, PlannedTrial
 from ..report import (
@@ -99,6 +100,8 @@ class EngineOptions:
     """The run directory each trial's transcript and long outputs go to (``None``: none)."""
     isolation: IsolationSettings | None = None
     """``--isolation os``: confine every trial; ``None`` is ``none`` (tool policy only)."""
+    limits: LimitSettings | None = None
+    """Per-trial resource limits (``eval.limits``, ``--limit``), proven by the preflight."""
 
 
 class _SessionLedger:
@@ -250,7 +253,7 @@ class Engine:
         for position in wanted:
             previous[position] = last
             last = turns[position]
-        async with anyio.create_task_group() as group:
+        async with run_limit_groups(self.options.limits), anyio.create_task_group() as group:
             self._group = group
             for position in wanted:
                 group.start_soon(
@@ -393,19 +396,19 @@ class Engine:
                 with anyio.CancelScope(shield=True):
                     await ledger.settle(planned.position, took_session=False)
         extra: dict[str, object] = {"started_at": started_at}
-        if isolation is not None and (denied := isolation.denied()):
-            extra["denied"] = denied
+        if isolation is not None:
+            result = isolation.settle(result)
         if self.options.keep and kept is not None:
             extra["sandbox"] = display_path(str(kept))
         return result.model_copy(update=extra)
 
     @contextlib.asynccontextmanager
     async def _isolation(self) -> AsyncIterator[TrialIsolation | None]:
-        """The trial's OS isolation (its proxies run for the block), or ``None``."""
-        if self.options.isolation is None:
-            yield None
-            return
-        async with open_trial_isolation(self.options.isolation, self.run_root) as isolation:
+        """The trial's OS isolation and limits (for the block), or ``None``."""
+        options = self.options
+        async with open_trial_isolation(
+            options.isolation, options.limits, self.run_root
+        ) as isolation:
             yield isolation
 
     def _context(self, planned: PlannedTrial, root: Path, state: Path) -> TrialContext:

@@ -6,7 +6,9 @@ and ``selftest`` both call it, so a bad value reads the same from either);
 ``eval.isolation``), runs the preflight for ``os`` (``eval-isolation-unavailable``,
 exit 3, before any trial) and builds the run's
 :class:`~atlante_eval.isolation.trial.IsolationSettings` with the model
-endpoints the host declares.
+endpoints the host declares. :func:`resolve_limits_settings` does the same for
+the per-trial resource limits (``eval.limits``, ``--limit``, the ``os``
+defaults; ``eval-limits-unavailable``, exit 3).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from typing import get_args
 from ..choices import IsolationMode
 from ..diagnostics import DiagnosticError, error
 from ..hosts import Host, model_endpoints
+from ..isolation.limits import LimitSettings, preflight_limits, resolve_limits
 from ..isolation.preflight import preflight_isolation
 from ..isolation.trial import IsolationSettings
-from ..project.config import EvalConfig
+from ..project.config import EvalConfig, LimitsConfig
 
-__all__ = ["ISOLATION_MODES", "isolation_mode", "resolve_isolation"]
+__all__ = ["ISOLATION_MODES", "isolation_mode", "resolve_isolation", "resolve_limits_settings"]
 
 #: The modes ``--isolation`` and ``eval.isolation`` accept.
 ISOLATION_MODES: tuple[IsolationMode, ...] = get_args(IsolationMode)
@@ -68,3 +71,22 @@ async def resolve_isolation(
     if bwrap is None:
         return None
     return IsolationSettings.build(bwrap, model_endpoints(host), project_eval.network.allow)
+
+
+async def resolve_limits_settings(
+    requested: object, project_eval: EvalConfig, override: LimitsConfig | None = None
+) -> LimitSettings:
+    """The run's per-trial limits, proven enforceable here before any trial.
+
+    Args:
+        requested: the isolation mode asked for (``--isolation``), or ``None`` for the
+            project's: ``os`` brings its default limits.
+        project_eval: the project's ``eval`` section (``isolation``, ``limits``).
+        override: ``--limit`` values, each over its ``eval.limits`` key.
+
+    Raises:
+        DiagnosticError: ``invalid-option`` (exit 2) for an unknown mode;
+            ``eval-limits-unavailable`` (exit 3) when they cannot be enforced here.
+    """
+    mode = isolation_mode(requested) or project_eval.isolation
+    return await preflight_limits(resolve_limits(mode, project_eval.limits, override))

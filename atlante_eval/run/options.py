@@ -32,8 +32,9 @@ from pydantic import (
 from ..choices import DEFAULT_ALPHA, DEFAULT_JOBS, DEFAULT_MARGIN, IsolationMode, ShardBalancing
 from ..diagnostics import Diagnostic, DiagnosticError, error
 from ..project import parse_trials
-from ..project.config import MAX_TRIALS
+from ..project.config import MAX_TRIALS, LimitsConfig
 from .isolate import isolation_mode
+from .limit_options import parse_limits
 
 __all__ = [
     "DEFAULT_JOBS",
@@ -286,6 +287,9 @@ class RunOptions(BaseModel):
     """The history store instead of ``eval.history`` (``--history URL``)."""
     alert_webhook: str | None = None
     """POST a regression alert here instead of ``eval.alerts.webhook``."""
+    limits: Annotated[LimitsConfig, _reads(parse_limits)] = LimitsConfig()
+    """Per-trial resource limits (``KEY=VALUE`` texts or a mapping), each over its
+    ``eval.limits`` key (docs/isolation.md#resource-limits)."""
 
     @model_validator(mode="after")
     def _combinations(self) -> Self:
@@ -452,6 +456,7 @@ OPTION_FLAGS: dict[str, str] = {
     "history": "--no-history",
     "history_url": "--history",
     "alert_webhook": "--alert-webhook",
+    "limits": "--limit",
 }
 
 

@@ -23,6 +23,7 @@ import anyio
 from ..choices import SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts import Host, HostError, create_host
+from ..isolation.limits import LimitSettings
 from ..isolation.trial import IsolationSettings
 from ..project import (
     Plan,
@@ -50,7 +51,7 @@ from ..report import (
 )
 from .balance import ShardSplit, shard_split
 from .engine import call_sink
-from .isolate import resolve_isolation
+from .isolate import resolve_isolation, resolve_limits_settings
 from .journal import read_journal
 from .limits import DESCRIPTORS_PER_JOB, jobs_for_descriptors, raise_nofile_limit
 from .options import RunOptions
@@ -75,6 +76,8 @@ class PreparedRun:
     """The probed host."""
     isolation: IsolationSettings | None
     """``--isolation os`` once the preflight passed; ``None`` for ``none``."""
+    limits: LimitSettings
+    """The per-trial resource limits, proven enforceable here."""
     plan: Plan
     watch: ProjectWatch
     """The project's inputs, snapshotted: a trial whose inputs change is refused."""
@@ -120,7 +123,7 @@ async def prepare_run(
     await announce(on_event, notices)
     model = suite.project.eval.model
     budget, settings = await _budget(suite, options, host.name if host else None)
-    ready_host, isolation = await _ready_host(host, suite, options)
+    ready_host, isolation, limits = await _ready_host(host, suite, options)
     notices.extend(await announce(on_event, _model_notes(ready_host, model)))
     plan = make_plan(selected, budget)
     watch = watch_run_inputs(suite.project.root, plan.scenarios, suite.native)
@@ -136,6 +139,7 @@ async def prepare_run(
         options=options,
         host=ready_host,
         isolation=isolation,
+        limits=limits,
         plan=plan,
         watch=watch,
         fingerprints=fingerprints,
@@ -246,16 +250,18 @@ async def _budget(
 
 async def _ready_host(
     host: Host | None, suite: Suite, options: RunOptions
-) -> tuple[Host, IsolationSettings | None]:
+) -> tuple[Host, IsolationSettings | None, LimitSettings]:
     """The run's host (the given one, or the configured built-in), probed and checked.
 
-    First its isolation: under ``os`` the preflight runs before the host is probed.
+    First its isolation and limits: under ``os`` the preflight runs before the host
+    is probed, and so does the proof that the per-trial limits can be enforced.
     """
     chosen = host if host is not None else create_host(suite.project.eval.host)
     isolation = await resolve_isolation(options.isolation, suite.project.eval, chosen)
+    limits = await resolve_limits_settings(options.isolation, suite.project.eval, options.limits)
     await chosen.probe()
     _check_pass_env(chosen, options.pass_env)
-    return chosen, isolation
+    return chosen, isolation, limits
 
 
 def _check_pass_env(host: Host, names: Sequence[str]) -> None:

@@ -154,6 +154,7 @@ def _meta(ready: PreparedRun) -> Meta:
         shard_balance=ready.split.record if ready.split is not None else None,
         resumed_from=display_path(options.resume) if options.resume is not None else None,
         isolation="os" if ready.isolation is not None else None,
+        limits=ready.limits.record(),
     )
 
 
@@ -203,6 +204,7 @@ def _engine(ready: PreparedRun, progress: RunProgress, run: ActiveRun) -> Engine
             project_root=suite.project.root,
             run_files=run.files,
             isolation=ready.isolation,
+            limits=ready.limits,
         ),
         emit=progress.emit,
         on_trial=progress.trial_done,
@@ -506,6 +508,7 @@ async def run_eval(
     history: bool = False,
     history_url: str | None = None,
     alert_webhook: str | None = None,
+    limits: Mapping[str, int | float | str] | Sequence[str] | None = None,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
@@ -548,6 +551,10 @@ async def run_eval(
             ``run`` does this unless ``--no-history``.
         history_url: the history store instead of ``eval.history``.
         alert_webhook: POST regression alerts here instead of ``eval.alerts.webhook``.
+        limits: per-trial resource limits overriding ``eval.limits`` key by key,
+            e.g. ``{"memoryMb": 2048, "pids": "unlimited"}`` or ``["pids=256"]``
+            (``--limit``; see docs/isolation.md#resource-limits); limits that
+            cannot be enforced here fail before any trial (exit 3).
         on_event: called (sync or async) with each progress event.
 
     Raises:

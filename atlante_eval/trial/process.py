@@ -17,8 +17,8 @@ host knowing (a host cannot forget it). Wrapped programs are started from one
 long-lived thread: bubblewrap's ``--die-with-parent`` is tied to the thread
 that forked it, and the worker threads of the event loop come and go. A wrapper
 that needs more than a command line (per-trial resource limits) returns a
-:class:`SpawnPlan`: descriptors the child inherits, a step run in the spawning
-thread right after the spawn, and one run once the child is gone.
+:class:`SpawnPlan`: descriptors the child inherits, a step run right after the
+spawn, and one run once the child is gone.
 
 A run is four steps: :func:`_command` (the command line, marked and wrapped),
 :func:`_start` (spawn and track), :func:`_supervise` (read, feed, wait, end the
@@ -80,7 +80,8 @@ class SpawnPlan:
     pass_fds: tuple[int, ...] = ()
     """Descriptors the child inherits (the wrapper owns them and closes them)."""
     after_spawn: Callable[[int], None] | None = None
-    """Called in the spawning thread with the child's pid, right after the spawn."""
+    """Called (in a worker thread) with the child's pid, right after the spawn, before
+    its output is read; if it raises, the child is killed and the error propagates."""
     after_exit: Callable[[], None] | None = None
     """Called (in a worker thread) once the child is ended, or when it could not start."""
     confined: bool = True
@@ -159,12 +160,8 @@ Process = subprocess.Popen[bytes]
 
 
 def _spawn(plan: SpawnPlan, cwd: Path, fds: tuple[int, int, int]) -> Process:
-    """Start the child (in a worker thread: a fork must not stall the event loop).
-
-    Then the plan's ``after_spawn`` step, in the same thread; if it fails, the
-    child is killed and reaped before the error propagates.
-    """
-    process = subprocess.Popen(
+    """Start the child (in a worker thread: a fork must not stall the event loop)."""
+    return subprocess.Popen(
         plan.argv,
         stdin=fds[0],
         stdout=fds[1],
@@ -175,14 +172,18 @@ def _spawn(plan: SpawnPlan, cwd: Path, fds: tuple[int, int, int]) -> Process:
         close_fds=True,
         pass_fds=plan.pass_fds,
     )
-    if plan.after_spawn is not None:
-        try:
-            plan.after_spawn(process.pid)
-        except BaseException:
-            _signal_group(process, signal.SIGKILL)
-            process.wait()
-            raise
-    return process
+
+
+def _after_spawn(plan: SpawnPlan, process: Process) -> None:
+    """Run the plan's ``after_spawn`` step; if it fails, kill and reap the child, and re-raise."""
+    if plan.after_spawn is None:
+        return
+    try:
+        plan.after_spawn(process.pid)
+    except BaseException:
+        _signal_group(process, signal.SIGKILL)
+        process.wait()
+        raise
 
 
 async def _wait(process: Process) -> int:
@@ -374,7 +375,9 @@ async def _start(
 ) -> Process:
     """Spawn the child on the pipes' child ends, then track its group (and its sweep marker).
 
-    A wrapped child is spawned from the long-lived thread (``--die-with-parent``).
+    A wrapped child is spawned from the long-lived thread (``--die-with-parent``);
+    the plan's ``after_spawn`` step runs in a worker thread, so that thread is
+    free for the next spawn meanwhile.
 
     Raises:
         OSError: the program could not be started; every pipe is closed.
@@ -389,6 +392,7 @@ async def _start(
                 cwd,
                 (stdin_fd, pipes.stdout_write, pipes.stderr_write),
             )
+            await anyio.to_thread.run_sync(_after_spawn, plan, process)
     except BaseException:
         pipes.close()
         raise
