@@ -80,6 +80,8 @@ CODES: dict[str, str] = {
     "git-unavailable": "git is not on PATH; every sandbox baseline needs it.",
     "eval-isolation-unavailable": "--isolation os was asked for, but bubblewrap or the "
     "namespaces it needs are missing here.",
+    "eval-limits-unavailable": "Per-trial resource limits need control groups (cgroup v2 "
+    "delegated, or writable v1 hierarchies) that this user cannot create here.",
     # running
     "eval-run-failed": "The run stopped on an unexpected error; a partial report was published.",
     "eval-run-interrupted": "The run was interrupted; finished trials are in a partial report.",
@@ -141,6 +143,7 @@ RUN_LEVEL_CODES: frozenset[str] = frozenset(
         "eval-host-unauthenticated",
         "git-unavailable",
         "eval-isolation-unavailable",
+        "eval-limits-unavailable",
         "eval-run-failed",
         "eval-run-interrupted",
         "eval-report-failed",

@@ -16,6 +16,7 @@ from .app import PathArg, app, choice, guarded, print_diagnostics, print_json
 if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
     from ..hosts import Host
+    from ..isolation.limits import LimitSettings
     from ..project import Suite
 
 __all__ = ["list_scenarios", "schema", "validate"]
@@ -61,19 +62,24 @@ def validate(
 
         json_output = as_json or choice("--format", output_format, ("text", "json")) == "json"
         try:
-            suite, host = _validated(path, probe=probe)
+            suite, host, limits = _validated(path, probe=probe)
         except DiagnosticError as exc:
             if json_output:
                 print_json({"ok": False, "diagnostics": _dumped(exc.diagnostics)})
                 return exc.exit_code
             raise
-        return _report_valid(suite, host, json_output=json_output)
+        return _report_valid(suite, host, limits, json_output=json_output)
 
     raise typer.Exit(guarded(action))
 
 
-def _validated(path: Path | None, *, probe: bool) -> tuple[Suite, Host | None]:
-    """Load the suite and, with ``probe``, probe its host; model gates need the version."""
+def _validated(
+    path: Path | None, *, probe: bool
+) -> tuple[Suite, Host | None, LimitSettings | None]:
+    """Load the suite and, with ``probe``, probe isolation, limits and the host.
+
+    The model gates need the host's version.
+    """
     import anyio
 
     from ..diagnostics import DiagnosticError
@@ -83,16 +89,19 @@ def _validated(path: Path | None, *, probe: bool) -> tuple[Suite, Host | None]:
     suite = load_suite(path)
     config = suite.project.eval
     host: Host | None = None
+    limits: LimitSettings | None = None
     if probe:
         from ..isolation.preflight import preflight_isolation
+        from ..run.isolate import resolve_limits_settings
 
         anyio.run(preflight_isolation, config.isolation)
+        limits = anyio.run(resolve_limits_settings, None, config)
         host = create_host(config.host)
         anyio.run(_probe_interruptibly, host, config.host)
     found = model_diagnostics(config.host, config.model, getattr(host, "dialect", None))
     if any(d.severity == "error" for d in found):
         raise DiagnosticError([*found, *suite.warnings])
-    return replace(suite, warnings=(*suite.warnings, *found)), host
+    return replace(suite, warnings=(*suite.warnings, *found)), host, limits
 
 
 async def _probe_interruptibly(host: Host, name: str) -> None:
@@ -147,8 +156,11 @@ def _dumped(diagnostics: Sequence[Diagnostic]) -> list[dict[str, object]]:
     return [d.model_dump(mode="json", exclude_none=True) for d in diagnostics]
 
 
-def _report_valid(suite: Suite, host: Host | None, *, json_output: bool) -> int:
+def _report_valid(
+    suite: Suite, host: Host | None, limits: LimitSettings | None, *, json_output: bool
+) -> int:
     name = suite.project.eval.host
+    record = limits.record() if limits is not None else None
     if json_output:
         print_json(
             {
@@ -164,6 +176,11 @@ def _report_valid(suite: Suite, host: Host | None, *, json_output: bool) -> int:
                     if host is not None
                     else {}
                 ),
+                **(
+                    {"limits": record.model_dump(mode="json", by_alias=True, exclude_none=True)}
+                    if record is not None
+                    else {}
+                ),
             }
         )
         return 0
@@ -177,6 +194,8 @@ def _report_valid(suite: Suite, host: Host | None, *, json_output: bool) -> int:
     if host is not None:
         checked = getattr(host, "credentials_checked", None) or "credentials were found"
         typer.echo(f"ok: host {name} {host.version or 'unknown'} is installed; {checked}")
+    if limits is not None:
+        typer.echo(f"ok: {limits.describe()}")
     return 0
 
 

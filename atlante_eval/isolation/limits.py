@@ -73,7 +73,6 @@ _JOIN = (
     'echo $$ > "$1" || { echo "atlante-eval: cannot join the trial\'s control group" >&2; '
     f'exit {JOIN_FAILED}; }}; shift; done; shift; exec "$@"'
 )
-_PHASE_WORDS: dict[Phase, str] = {"session": "session", "setup": "setup", "check": "checks"}
 _UNAVAILABLE_NEXT = (
     "run as root, or inside a cgroup v2 subtree delegated to you "
     "(systemd-run --user --scope -p Delegate=yes atlante-eval run ...), "
@@ -107,7 +106,7 @@ class ResourceLimits:
 
 
 def resolve_limits(
-    mode: IsolationMode, config: LimitsConfig, override: LimitsConfig | None = None
+    mode: IsolationMode | str, config: LimitsConfig, override: LimitsConfig | None = None
 ) -> ResourceLimits:
     """The run's limits: ``--limit`` over ``eval.limits`` over the ``os`` defaults.
 
@@ -138,6 +137,24 @@ class LimitSettings:
     def cgroup(self) -> CgroupVersion | None:
         """``v2`` or ``v1``: where the groups are made (``None``: none)."""
         return self.hierarchy.version if self.hierarchy is not None else None
+
+    def describe(self) -> str:
+        """``per-trial limits memoryMb 4096, pids 4096, tmpMb 1024 (cgroup v1)``, or none."""
+        limits = self.limits
+        named = [
+            f"{key} {value:g}" if isinstance(value, float) else f"{key} {value}"
+            for key, value in (
+                ("memoryMb", limits.memory_mb),
+                ("pids", limits.pids),
+                ("cpus", limits.cpus),
+                ("tmpMb", limits.tmp_mb),
+            )
+            if value is not None
+        ]
+        if not named:
+            return "no per-trial resource limits"
+        where = f" (enforced with cgroup {self.cgroup})" if self.cgroup else ""
+        return f"per-trial limits {', '.join(named)}{where}"
 
     def record(self) -> LimitsRecord | None:
         """``meta.limits`` (``None`` when nothing is limited)."""
@@ -381,7 +398,7 @@ def with_limits(result: TrialResult, reached: Sequence[LimitReached]) -> TrialRe
     """
     if not reached:
         return result
-    causes = "; ".join(f"{r.message} ({_PHASE_WORDS[r.phase]})" for r in reached)
+    causes = "; ".join(r.cause for r in reached)
     update: dict[str, object] = {"limits_reached": list(reached)}
     ended_session = result.checks is None and any(r.phase == "session" for r in reached)
     if result.verdict == "infra-error" and ended_session:

@@ -191,6 +191,12 @@ class LimitReached(OutputModel):
         unit = " MB" if self.limit in ("memory", "tmp") else ""
         return f"{self.limit} limit {self.value}{unit} reached"
 
+    @property
+    def cause(self) -> str:
+        """``memory limit 512 MB reached (session)``: the message and where."""
+        where = "checks" if self.phase == "check" else self.phase
+        return f"{self.message} ({where})"
+
 
 class TrialResult(OutputModel):
     """One trial of one scenario."""

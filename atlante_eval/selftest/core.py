@@ -41,7 +41,6 @@ from ..checks import CheckContext, run_checks
 from ..choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error
 from ..hosts.base import SessionEnd, SessionUsage, TrialContext
-from ..isolation.trial import IsolationSettings
 from ..project import CommandCheck, Plan, PlannedTrial, Scenario, Suite, load_suite, resolve_budget
 from ..report import (
     CheckResult,
@@ -53,7 +52,7 @@ from ..report import (
     utc_timestamp,
 )
 from ..run.engine import Engine, EngineOptions
-from ..run.isolate import isolation_mode, resolve_isolation
+from ..run.isolate import isolation_mode, resolve_isolation, resolve_limits_settings
 from ..run.lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from ..run.summary import scenario_result
 from ..transcript import ErrorEntry, ResultEntry, SessionStartEntry, ToolCallEntry, TranscriptEntry
@@ -445,16 +444,21 @@ async def run_selftest(
     plan, roles = _plan(suite, found.found)
     host = SelftestHost(roles)
     settings = await resolve_isolation(mode, suite.project.eval, host)
+    limits = await resolve_limits_settings(mode, suite.project.eval)
     trials = _Trials(plan, roles, on_trial)
+    meta = _meta(suite, plan, jobs=job_count, isolated=settings is not None)
     async with run_lifecycle(
         project_root=suite.project.root,
         out=Path(out) if out is not None else None,
-        meta=_meta(suite, plan, jobs=job_count, isolated=settings is not None),
+        meta=meta.model_copy(update={"limits": limits.record()}),
         keep=keep,
         results=trials.scenario_results,
         partial=False,  # a selftest that did not finish has nothing to judge
     ) as run:
-        engine = _engine(suite, host, trials, run, jobs=job_count, keep=keep, isolation=settings)
+        options = EngineOptions(
+            jobs=job_count, keep=keep, run_files=run.files, isolation=settings, limits=limits
+        )
+        engine = _engine(suite, host, trials, run, options)
         await engine.run()
     return _judged(run, suite, trials, found)
 
@@ -501,14 +505,7 @@ def _meta(suite: Suite, plan: Plan, *, jobs: int, isolated: bool) -> Meta:
 
 
 def _engine(
-    suite: Suite,
-    host: SelftestHost,
-    trials: _Trials,
-    run: ActiveRun,
-    *,
-    jobs: int,
-    keep: bool,
-    isolation: IsolationSettings | None,
+    suite: Suite, host: SelftestHost, trials: _Trials, run: ActiveRun, options: EngineOptions
 ) -> Engine:
     """The engine running each trial's stand-in agent in the run's root."""
     assert suite.native is not None
@@ -521,7 +518,7 @@ def _engine(
         host=host,
         native=suite.native,
         run_root=run.run_root,
-        options=EngineOptions(jobs=jobs, keep=keep, run_files=run.files, isolation=isolation),
+        options=options,
         emit=ignore,
         on_trial=trials.record,
         cleanup_failures=run.cleanup_failures,

@@ -4,9 +4,10 @@ The progress printer, the run summary and ``atlante-eval show`` all explain a
 non-pass the same way: a ``fail`` names its failing checks by index and type with
 their first line of evidence; an ``infra-error`` the first line of its error; a
 ``timeout`` or ``budget-exceeded`` the limit it hit; a ``skipped-budget`` the
-session budget. Everything here is plain text already made safe for a terminal
-(:func:`atlante_eval._util.terminal.printable`): evidence and errors come from the
-agent, the host and the checks, and are untrusted.
+session budget. A resource limit the trial reached (``memory limit 512 MB
+reached``) leads the cause, whatever the verdict. Everything here is plain text
+already made safe for a terminal (:func:`atlante_eval._util.terminal.printable`):
+evidence and errors come from the agent, the host and the checks, and are untrusted.
 """
 
 from __future__ import annotations
@@ -144,10 +145,14 @@ def trial_cause(result: TrialResult, config: MetaConfig | None = None) -> str | 
     verdict = result.verdict
     if verdict == "pass":
         return None
+    limits = _limits_cause(result)
     if verdict == "fail":
         cause = _fail_cause(result)
     elif verdict == "timeout" and result.timeout_ms is not None:
         cause = f"timeout after {result.timeout_ms} ms"
+    elif limits is not None:
+        cause = printable(first_line(result.error or "")) or limits
+        limits = None  # the error leads with the limit already
     elif verdict == "budget-exceeded" and config is not None:
         used = "?" if result.tokens is None else _thousands(result.tokens)
         cause = f"budget-exceeded: {used} tokens > maxTokens {_thousands(config.max_tokens)}"
@@ -156,7 +161,16 @@ def trial_cause(result: TrialResult, config: MetaConfig | None = None) -> str | 
         cause = f"maxSessions{limit} reached: the trial did not start"
     else:
         cause = printable(first_line(result.error or "")) or "no error recorded"
+    if limits is not None:
+        cause = f"{limits}; {cause}"
     return shorten(cause, CAUSE_WIDTH)
+
+
+def _limits_cause(result: TrialResult) -> str | None:
+    """``memory limit 512 MB reached (session)``: the limits ``result`` reached, or ``None``."""
+    if not result.limits_reached:
+        return None
+    return "; ".join(r.cause for r in result.limits_reached)
 
 
 @dataclass(frozen=True, slots=True)
