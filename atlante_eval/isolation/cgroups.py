@@ -96,6 +96,10 @@ class CgroupFS:
         """Whether ``path`` exists."""
         return os.path.exists(path)
 
+    def writable(self, path: Path) -> bool:
+        """Whether this process may create groups in ``path``."""
+        return os.access(path, os.W_OK)
+
     def mkdir(self, path: Path) -> None:
         """Create the group ``path`` (the kernel fills in its interface files)."""
         os.mkdir(path, 0o755)
@@ -103,10 +107,6 @@ class CgroupFS:
     def rmdir(self, path: Path) -> None:
         """Remove the empty group ``path``."""
         os.rmdir(path)
-
-    def listdir(self, path: Path) -> list[str]:
-        """The entries of ``path``."""
-        return os.listdir(path)
 
     def kill(self, pid: int, group: Path) -> None:
         """SIGKILL ``pid`` if it is still in ``group`` (checked through a pidfd: no reused pid)."""
@@ -453,7 +453,7 @@ class V2Hierarchy:
                 f"cgroup v2: the controllers {', '.join(lacking)} are not delegated to "
                 f"{self.own} (it has: {', '.join(sorted(available)) or 'none'})"
             )
-        if not os.access(self.own, os.W_OK):
+        if not self.fs.writable(self.own):
             return f"cgroup v2: {self.own} is not writable by this user"
         return None
 
@@ -468,8 +468,9 @@ class V2Hierarchy:
         wanted = sorted(set(self.controllers) - enabled)
         if not wanted:
             return
-        is_root = self.own == self.own.parent or not self.fs.exists(self.own / "cgroup.events")
-        if not is_root:
+        # Only the hierarchy's real root has no cgroup.events, and only it may hold
+        # processes while its children have controllers.
+        if self.fs.exists(self.own / "cgroup.events"):
             others = [p for p in _pids(self.fs.read(self.own / "cgroup.procs")) if p != os.getpid()]
             if others:
                 raise CgroupUnavailable(
@@ -579,7 +580,7 @@ def _v1_hierarchy(
         mount = next((m for m in mounts if m.version == "v1" and controller in m.controllers), None)
         if mount is None:
             return f"cgroup v1: no {controller} hierarchy is mounted"
-        if not os.access(mount.own, os.W_OK):
+        if not fs.writable(mount.own):
             return f"cgroup v1: {mount.own} is not writable by this user"
         if mount.own not in owns:
             owns.append(mount.own)
