@@ -20,6 +20,7 @@ Actions (each a one-key object, or with extra keys as noted):
   {"model": "provider/model"}           print an event naming the model
   {"event": OBJECT}                     print OBJECT as one JSON line
   {"print": TEXT} / {"stderr": TEXT}    raw line to stdout / stderr
+  {"allocate_mb": MB}                   allocate (and touch) MB megabytes in this process
   {"flood": BYTES, "newlines": BOOL}    print BYTES bytes (no newline unless asked)
   {"flood": BYTES, "json": true}        print BYTES bytes of ~1 KiB JSON text events
   {"invalid_utf8": COUNT}               print invalid UTF-8 bytes and a newline
@@ -102,6 +103,10 @@ def main() -> int:
     return 0
 
 
+#: Memory an ``allocate_mb`` action holds for the rest of the session.
+HELD: list[bytes] = []
+
+
 def perform(action: dict[str, object]) -> int | None:  # noqa: C901, PLR0915 - one branch per scripted action
     if "write" in action:
         path = Path(str(action["write"]))
@@ -129,6 +134,8 @@ def perform(action: dict[str, object]) -> int | None:  # noqa: C901, PLR0915 - o
             time.sleep(0.01)
     elif "sleep" in action:
         time.sleep(float(action["sleep"]))  # type: ignore[arg-type]
+    elif "allocate_mb" in action:
+        HELD.extend(b"x" * (1 << 20) for _ in range(int(action["allocate_mb"])))  # type: ignore[call-overload]
     elif "usage" in action:
         emit(
             {
