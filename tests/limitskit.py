@@ -125,3 +125,43 @@ def require_cgroups() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"CI machines run the limit tests on real cgroups: {exc}")
         pytest.skip(f"no control groups here: {exc}")
+
+
+#: A fixture program: ``spin.py SECONDS`` says ``spin-ready``, waits for ``go``, spins
+#: SECONDS of wall time, then prints the CPU time it got and its group's throttling count.
+SPIN = """\
+import json, os, sys, time
+
+
+def cpu_stat():
+    paths = {}
+    with open("/proc/self/cgroup") as handle:
+        for line in handle:
+            _, controllers, path = line.rstrip("\\n").split(":", 2)
+            for name in controllers.split(",") if controllers else ["unified"]:
+                paths[name] = path
+    with open("/proc/self/mountinfo") as handle:
+        for line in handle:
+            left, right = line.split(" - ", 1)
+            fields, (fstype, _source, options) = left.split(), right.split()[:3]
+            key = "cpu" if fstype == "cgroup" and "cpu" in options.split(",") else None
+            key = "unified" if fstype == "cgroup2" and key is None else key
+            if key and key in paths:
+                below = os.path.relpath(paths[key], fields[3])
+                stat = os.path.join(fields[4], below, "cpu.stat")
+                if os.path.exists(stat) and (key == "cpu" or "cpu" in open(
+                        os.path.join(fields[4], below, "cgroup.controllers")).read().split()):
+                    with open(stat) as stats:
+                        return dict(line.split() for line in stats)
+    return {}
+
+
+open("spin-ready", "w").close()
+while not os.path.exists("go"):
+    time.sleep(0.005)
+wall_start, cpu_start = time.monotonic(), time.process_time()
+while time.monotonic() - wall_start < float(sys.argv[1]):
+    pass
+cpu, wall = time.process_time() - cpu_start, time.monotonic() - wall_start
+print(json.dumps({"cpu": cpu, "wall": wall, "throttled": int(cpu_stat().get("nr_throttled", -1))}))
+"""
