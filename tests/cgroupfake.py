@@ -162,6 +162,11 @@ class FakeV2Kernel(CgroupFS):
     def writable(self, path: Path) -> bool:
         return self.allow_write and path in self.groups
 
+    def listdir(self, path: Path) -> list[str]:
+        if path not in self.groups:
+            raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+        return [child.name for child in self._children(path)]
+
     def mkdir(self, path: Path) -> None:
         if path in self.groups:
             raise OSError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))

@@ -33,6 +33,7 @@ from atlante_eval.isolation.cgroups import (
     V2Hierarchy,
     find_hierarchy,
     parse_mounts,
+    sweep_stale,
 )
 from atlante_eval.isolation.limits import ResourceLimits, TrialLimits
 
@@ -346,3 +347,41 @@ def test_trial_group_protocol_reads_nothing_from_an_unlimited_group(tmp_path: Pa
     assert group.counters().pids_max == 0
     assert group.cpu_stat() == {}
     assert isinstance(kernel, CgroupFS)
+
+
+def test_groups_of_an_engine_killed_outright_are_removed_by_the_next_run() -> None:
+    """SIGKILL of the engine itself leaves its (empty) groups; the next run removes them."""
+    hierarchy = _real_v1()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    stale = [own / f"atlante-eval-{dead.stdout.strip()}-0000" for own in hierarchy.owns]
+    for group in stale:
+        group.mkdir()
+        (group / "trial-abc").mkdir()
+    live = [own / f"atlante-eval-{os.getpid()}-live" for own in hierarchy.owns]
+    for group in live:
+        group.mkdir()
+    try:
+        hierarchy.open()
+        assert hierarchy.close() is None
+        assert not any(group.exists() for group in stale), "a dead engine's groups stayed"
+        assert all(group.exists() for group in live), "a live engine's groups were touched"
+    finally:
+        for group in [*stale, *live]:
+            for child in (group / "trial-abc", group):
+                if child.exists():
+                    child.rmdir()
+
+
+def test_v2_sweeps_a_dead_engines_leaf_and_run_group(tmp_path: Path) -> None:
+    """The same under v2: the dead engine's leaf and run group go, a live one's stay."""
+    kernel = _fake(tmp_path)
+    for name in ("atlante-eval-engine-999999999", "atlante-eval-999999999-ab", "other"):
+        kernel.mkdir(kernel.own / name)
+    kernel.mkdir(kernel.own / "atlante-eval-999999999-ab" / "trial-1")
+    assert sweep_stale(kernel, kernel.own) == 2
+    assert sorted(p.name for p in kernel.groups if p.parent == kernel.own) == ["other"]

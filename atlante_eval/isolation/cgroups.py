@@ -49,6 +49,7 @@ __all__ = [
     "V2Hierarchy",
     "find_hierarchy",
     "parse_mounts",
+    "sweep_stale",
 ]
 
 CgroupVersion = Literal["v2", "v1"]
@@ -99,6 +100,10 @@ class CgroupFS:
     def writable(self, path: Path) -> bool:
         """Whether this process may create groups in ``path``."""
         return os.access(path, os.W_OK)
+
+    def listdir(self, path: Path) -> list[str]:
+        """The entries of the group ``path``: its interface files and child groups."""
+        return os.listdir(path)
 
     def mkdir(self, path: Path) -> None:
         """Create the group ``path`` (the kernel fills in its interface files)."""
@@ -351,6 +356,43 @@ def _run_name() -> str:
     return f"{GROUP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
 
 
+def sweep_stale(fs: CgroupFS, parent: Path) -> int:
+    """Remove the empty groups an engine that was killed outright left in ``parent``.
+
+    A run group (``atlante-eval-<pid>-<token>``) or an engine leaf
+    (``atlante-eval-engine-<pid>``) whose pid is no longer alive is removed with
+    its empty trial groups; anything still holding a process stays. Returns how
+    many run groups were removed.
+    """
+    removed = 0
+    try:
+        names = [n for n in fs.listdir(parent) if n.startswith(GROUP_PREFIX)]
+    except OSError:
+        return 0
+    for name in names:
+        owner = name.removeprefix(GROUP_PREFIX).removeprefix("engine-").split("-", 1)[0]
+        if not owner.isdigit() or _alive(int(owner)):
+            continue
+        group = parent / name
+        with contextlib.suppress(OSError):
+            for child in fs.listdir(group):
+                if fs.exists(group / child / "cgroup.procs"):
+                    fs.rmdir(group / child)
+            fs.rmdir(group)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @dataclass
 class V1Hierarchy:
     """The cgroup v1 hierarchies of the needed controllers, below the engine's own groups."""
@@ -365,6 +407,8 @@ class V1Hierarchy:
         """Create the run group in every hierarchy."""
         name = _run_name()
         made: list[Path] = []
+        for own in self.owns:
+            sweep_stale(self.fs, own)
         try:
             for own in self.owns:
                 self.fs.mkdir(own / name)
@@ -429,6 +473,7 @@ class V2Hierarchy:
         missing = self._missing()
         if missing:
             raise CgroupUnavailable([missing])
+        sweep_stale(self.fs, self.own)
         try:
             self._delegate()
             run = self.own / _run_name()
