@@ -76,7 +76,8 @@ _JOIN = (
 _UNAVAILABLE_NEXT = (
     "run as root, or inside a cgroup v2 subtree delegated to you "
     "(systemd-run --user --scope -p Delegate=yes atlante-eval run ...), "
-    "or turn these limits off: {flags} (docs/isolation.md#resource-limits)"
+    "or turn these limits off: {flags}, or \"unlimited\" in eval.limits "
+    "(docs/isolation.md#resource-limits)"
 )
 
 log = get_logger("atlante_eval.isolation.limits")
