@@ -16,6 +16,11 @@
     target: it shows the milliseconds isolation adds to each trial, which a
     real session (seconds of model latency) hides.
 
+(c) **The per-trial limits' share of (b)**: the same measurement, ``os`` (with
+    its default limits: a control group per trial that every process joins
+    through ``/bin/sh``, and the tmpfs handshake with bubblewrap) against ``os``
+    with every limit turned off. No target.
+
 Run from the repository root: ``python -m bench isolation``.
 """
 
@@ -44,6 +49,12 @@ LATENCY_TRIALS, LATENCY_JOBS, LATENCY_S = 48, 16, 2.0
 LATENCY_RUNS = 3
 #: The command check every trial runs (a real process, confined under ``os``).
 _CHECK = {"type": "command", "run": ["sh", "-c", "test -f src/health.ts"]}
+#: The modes measured: the isolation asked for and the limits over its defaults.
+_MODES: dict[str, tuple[str, dict[str, str] | None]] = {
+    "none": ("none", None),
+    "os": ("os", None),
+    "os-no-limits": ("os", dict.fromkeys(("memoryMb", "pids", "cpus", "tmpMb"), "unlimited")),
+}
 
 
 def _project(root: Path, trials: int) -> Path:
@@ -55,7 +66,8 @@ def _project(root: Path, trials: int) -> Path:
     return project
 
 
-async def _timed(project: Path, isolation: str, *, latency_s: float = 0.0, jobs: int = 1) -> float:
+async def _timed(project: Path, mode: str, *, latency_s: float = 0.0, jobs: int = 1) -> float:
+    isolation, limits = _MODES[mode]
     started = time.perf_counter()
     report = await run_eval(
         project,
@@ -63,11 +75,12 @@ async def _timed(project: Path, isolation: str, *, latency_s: float = 0.0, jobs:
         jobs=jobs,
         out=project / "reports",
         isolation=isolation,
+        limits=limits,
     )
     elapsed = time.perf_counter() - started
     verdicts = {t.verdict for t in report.all_trials()}
     if verdicts != {"pass"}:
-        raise RuntimeError(f"{isolation}: benchmark trials did not all pass: {sorted(verdicts)}")
+        raise RuntimeError(f"{mode}: benchmark trials did not all pass: {sorted(verdicts)}")
     return elapsed
 
 
@@ -79,19 +92,19 @@ def _per_trial(workdir: Path, isolation: str) -> float:
     return (full - base) / (TRIALS - 1)
 
 
-def measure(workdir: Path) -> dict[str, float]:
-    """Per-trial time under none and os, alternating, and the median ratio."""
+def measure(workdir: Path, base: str = "none", other: str = "os") -> dict[str, float]:
+    """Per-trial time of two modes, alternating, and the median ratio."""
     plain, confined, ratios = [], [], []
     for repetition in range(REPETITIONS):
-        target = workdir / f"rep-{repetition}"
-        order = ("none", "os") if repetition % 2 == 0 else ("os", "none")
+        target = workdir / f"{base}-{other}-rep-{repetition}"
+        order = (base, other) if repetition % 2 == 0 else (other, base)
         times = {mode: _per_trial(target, mode) for mode in order}
-        plain.append(times["none"])
-        confined.append(times["os"])
-        ratios.append(times["os"] / times["none"])
+        plain.append(times[base])
+        confined.append(times[other])
+        ratios.append(times[other] / times[base])
     return {
-        "none_ms": statistics.median(plain) * 1000,
-        "os_ms": statistics.median(confined) * 1000,
+        "base_ms": statistics.median(plain) * 1000,
+        "other_ms": statistics.median(confined) * 1000,
         "ratio": statistics.median(ratios),
     }
 
@@ -126,9 +139,15 @@ def main() -> None:
         )
         cost = measure(workdir)
         print(
-            f"(b) no model latency, sequential: per trial none {cost['none_ms']:.1f} ms, os "
-            f"{cost['os_ms']:.1f} ms -> {cost['ratio']:.2f}x, "
-            f"+{cost['os_ms'] - cost['none_ms']:.1f} ms per trial"
+            f"(b) no model latency, sequential: per trial none {cost['base_ms']:.1f} ms, os "
+            f"{cost['other_ms']:.1f} ms -> {cost['ratio']:.2f}x, "
+            f"+{cost['other_ms'] - cost['base_ms']:.1f} ms per trial"
+        )
+        limits = measure(workdir, "os-no-limits", "os")
+        print(
+            f"(c) the default limits, no model latency: per trial os without limits "
+            f"{limits['base_ms']:.1f} ms, os {limits['other_ms']:.1f} ms -> "
+            f"{limits['ratio']:.2f}x, +{limits['other_ms'] - limits['base_ms']:.1f} ms per trial"
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
