@@ -19,7 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval.isolation.cgroups import CgroupUnavailable, V1Hierarchy, find_hierarchy
+from atlante_eval.isolation.cgroups import (
+    CgroupUnavailable,
+    V1Hierarchy,
+    V2Hierarchy,
+    find_hierarchy,
+)
 
 #: How much of its resource a hog holds before it says it is ready (below every limit).
 READY_AT = 128
@@ -108,7 +113,10 @@ def own_groups() -> list[Path]:
         hierarchy = find_hierarchy(frozenset({"memory", "pids", "cpu"}))
     except CgroupUnavailable:
         return []
-    return list(hierarchy.owns) if isinstance(hierarchy, V1Hierarchy) else [hierarchy.own]
+    if isinstance(hierarchy, V1Hierarchy):
+        return list(hierarchy.owns)
+    assert isinstance(hierarchy, V2Hierarchy)
+    return [hierarchy.own]
 
 
 def groups_left() -> list[str]:

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 __all__ = [
-    "CGROUP_HIERARCHIES",
     "CgroupFS",
     "CgroupUnavailable",
     "CgroupVersion",
@@ -575,16 +574,7 @@ class V2Hierarchy:
             fs.write(directory / "cpu.max", f"{limits.cpu_quota_us} {CPU_PERIOD_US}")
 
 
-#: The hierarchy kinds, in the order they are tried.
-CGROUP_HIERARCHIES: dict[CgroupVersion, type[V2Hierarchy] | type[V1Hierarchy]] = {
-    "v2": V2Hierarchy,
-    "v1": V1Hierarchy,
-}
-
-
-def find_hierarchy(
-    controllers: frozenset[Controller], fs: CgroupFS | None = None
-) -> V2Hierarchy | V1Hierarchy:
+def find_hierarchy(controllers: frozenset[Controller], fs: CgroupFS | None = None) -> Hierarchy:
     """The hierarchy that can give a trial's group ``controllers``: v2 first, else v1.
 
     Nothing is created; :meth:`Hierarchy.open` may still fail (a race, a full

@@ -20,6 +20,7 @@ process left in its group is killed and the group removed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import shutil
@@ -41,9 +42,8 @@ from .cgroups import (
     CgroupVersion,
     Counters,
     GroupLimits,
+    Hierarchy,
     TrialGroup,
-    V1Hierarchy,
-    V2Hierarchy,
     find_hierarchy,
 )
 from .tmpfs import TmpfsWatch
@@ -76,7 +76,7 @@ _JOIN = (
 _UNAVAILABLE_NEXT = (
     "run as root, or inside a cgroup v2 subtree delegated to you "
     "(systemd-run --user --scope -p Delegate=yes atlante-eval run ...), "
-    "or turn these limits off: {flags}, or \"unlimited\" in eval.limits "
+    'or turn these limits off: {flags}, or "unlimited" in eval.limits '
     "(docs/isolation.md#resource-limits)"
 )
 
@@ -114,17 +114,24 @@ def resolve_limits(
     ``"unlimited"`` turns a limit off; ``tmpMb`` applies under ``os`` only (under
     ``none`` a trial's ``/tmp`` is the machine's).
     """
-    chosen: dict[str, int | float | None] = {}
-    for name in LimitsConfig.model_fields:
-        value = getattr(override, name) if override is not None else None
-        if value is None:
-            value = getattr(config, name)
-        if value is None and mode == "os":
-            value = getattr(OS_DEFAULTS, name)
-        chosen[name] = None if value in (None, "unlimited") else value
-    if mode != "os":
-        chosen["tmp_mb"] = None
-    return ResourceLimits(**chosen)  # type: ignore[arg-type]
+    layers = [layer for layer in (override, config) if layer is not None]
+    if mode == "os":
+        layers.append(OS_DEFAULTS)
+
+    def pick(name: str) -> int | float | None:
+        for layer in layers:
+            value = getattr(layer, name)
+            if value is not None:
+                return None if value == "unlimited" else value
+        return None
+
+    memory, pids, cpus, tmp = (pick(n) for n in ("memory_mb", "pids", "cpus", "tmp_mb"))
+    return ResourceLimits(
+        memory_mb=int(memory) if memory is not None else None,
+        pids=int(pids) if pids is not None else None,
+        cpus=float(cpus) if cpus is not None else None,
+        tmp_mb=int(tmp) if tmp is not None and mode == "os" else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +139,7 @@ class LimitSettings:
     """A run's limits and the hierarchy (``None``: no control group needed) they live in."""
 
     limits: ResourceLimits
-    hierarchy: V2Hierarchy | V1Hierarchy | None = field(default=None, compare=False)
+    hierarchy: Hierarchy | None = field(default=None, compare=False)
 
     @property
     def cgroup(self) -> CgroupVersion | None:
@@ -289,9 +296,11 @@ class TrialLimits:
         Raises:
             OSError: the program does not exist or cannot be run (as the spawn would).
         """
-        if not confined:
-            _check_program(argv[0], cwd, env)
         command = list(argv)
+        if not confined:
+            found = _check_program(argv[0], cwd, env)
+            if "PATH" not in env and "/" not in argv[0]:
+                command[0] = found  # the shell's own default PATH is not the spawn's
         watch: TmpfsWatch | None = None
         if confined and self.tmp_bytes is not None:
             watch = TmpfsWatch(self.tmp_bytes)
@@ -329,7 +338,7 @@ class TrialLimits:
         """Record each limit whose counter grew since ``before`` (and a full tmpfs)."""
         after = self._counters()
         limits = self.limits
-        found: list[tuple[str, int | float | None]] = []
+        found: list[tuple[Literal["memory", "pids", "tmp"], int | None]] = []
         if before is not None and after is not None:
             if after.oom_kills > before.oom_kills:
                 found.append(("memory", limits.memory_mb))
@@ -339,15 +348,11 @@ class TrialLimits:
             found.append(("tmp", limits.tmp_mb))
         for name, value in found:
             if value is not None and (phase, name) not in self._reached:
-                self._reached[(phase, name)] = LimitReached(
-                    phase=phase,
-                    limit=name,  # type: ignore[arg-type]
-                    value=value,  # type: ignore[arg-type]
-                )
+                self._reached[(phase, name)] = LimitReached(phase=phase, limit=name, value=value)
 
 
-def _check_program(program: str, cwd: Path, env: Mapping[str, str]) -> None:
-    """Raise what spawning ``program`` directly would raise: not found, not executable.
+def _check_program(program: str, cwd: Path, env: Mapping[str, str]) -> str:
+    """Find ``program`` as the spawn would, or raise what it would: not found, not executable.
 
     The join step execs the program itself, so a missing one would otherwise be
     an exit status (127) instead of a spawn error.
@@ -357,9 +362,10 @@ def _check_program(program: str, cwd: Path, env: Mapping[str, str]) -> None:
     else:
         path = shutil.which(program, mode=os.F_OK, path=env.get("PATH", os.defpath))
     if path is None or not os.path.exists(path):
-        raise FileNotFoundError(2, "No such file or directory", program)
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     if os.path.isdir(path) or not os.access(path, os.X_OK):
-        raise PermissionError(13, "Permission denied", program)
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    return path
 
 
 @contextlib.asynccontextmanager

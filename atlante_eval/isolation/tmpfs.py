@@ -27,6 +27,8 @@ TMPFS_MOUNTS = ("/tmp", "/var", "/run", "/dev/shm")  # noqa: S108 - paths inside
 #: How long the handshake waits for bubblewrap before letting the sandbox run unwatched.
 _HANDSHAKE_S = 10.0
 _INFO_BYTES = 4096
+#: How often the handshake looks whether bubblewrap has finished the sandbox's mounts.
+_POLL_S = 0.001
 
 
 class TmpfsWatch:
@@ -96,7 +98,6 @@ class TmpfsWatch:
         root = f"/proc/{child}/root"
         own = os.stat("/tmp").st_dev  # noqa: S108 - the engine's own /tmp, to tell it apart
         deadline = time.monotonic() + _HANDSHAKE_S
-        pause = 0.0005
         while time.monotonic() < deadline:
             try:
                 if self._is_sandbox_tmp(root + TMPFS_MOUNTS[0], own):
@@ -105,8 +106,7 @@ class TmpfsWatch:
                 pass  # between bubblewrap's two pivots: no /tmp yet
             except OSError:
                 return  # bubblewrap is gone (it failed): nothing to watch
-            time.sleep(pause)
-            pause = min(pause * 2, 0.01)
+            time.sleep(_POLL_S)  # a few stat calls a millisecond while bubblewrap sets up
         else:
             return
         for mount in TMPFS_MOUNTS:
