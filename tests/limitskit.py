@@ -19,12 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from atlante_eval.isolation.cgroups import (
-    CgroupUnavailable,
-    V1Hierarchy,
-    V2Hierarchy,
-    find_hierarchy,
-)
+from atlante_eval.isolation.cgroups import CgroupUnavailable
+from atlante_eval.isolation.hierarchies import V1Hierarchy, V2Hierarchy, find_hierarchy
 
 #: How much of its resource a hog holds before it says it is ready (below every limit).
 READY_AT = 128

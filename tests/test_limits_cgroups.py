@@ -29,10 +29,12 @@ from atlante_eval.isolation.cgroups import (
     Controller,
     GroupLimits,
     TrialGroup,
+    parse_mounts,
+)
+from atlante_eval.isolation.hierarchies import (
     V1Hierarchy,
     V2Hierarchy,
     find_hierarchy,
-    parse_mounts,
     sweep_stale,
 )
 from atlante_eval.isolation.limits import ResourceLimits, TrialLimits
@@ -248,7 +250,8 @@ _V2_SCRIPT = textwrap.dedent(
     """
     import json, os, subprocess, sys
     from pathlib import Path
-    from atlante_eval.isolation.cgroups import GroupLimits, V2Hierarchy
+    from atlante_eval.isolation.cgroups import GroupLimits
+    from atlante_eval.isolation.hierarchies import V2Hierarchy
 
     mount = Path(sys.argv[1])
     own = mount / sys.argv[2]

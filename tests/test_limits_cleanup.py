@@ -72,7 +72,10 @@ def test_a_killed_hosts_scrubbed_daemon_dies_with_the_trial_group(
             mine = f"atlante-eval-{os.getpid()}-"
             assert not [p for own in own_groups() for p in own.iterdir() if p.name.startswith(mine)]
         else:
-            assert survivors, "without limits the scrubbed daemon escapes (the gap limits close)"
+            # The daemon may still be on its way to exec (its command line names the marker).
+            assert wait_for(lambda: processes_with(marker), timeout_s=60), (
+                "without limits the scrubbed daemon escapes (the gap limits close)"
+            )
     finally:
         _kill(processes_with(marker))
 

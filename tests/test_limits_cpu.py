@@ -27,8 +27,9 @@ from limitskit import SPIN, require_cgroups
 from standin import StandinHost, actions
 
 from atlante_eval import RunReport, run_eval
-from atlante_eval.isolation import cgroups
-from atlante_eval.isolation.cgroups import GroupLimits, TrialGroup, find_hierarchy
+from atlante_eval.isolation import hierarchies
+from atlante_eval.isolation.cgroups import GroupLimits, TrialGroup
+from atlante_eval.isolation.hierarchies import find_hierarchy
 from atlante_eval.isolation.limits import ResourceLimits, TrialLimits
 
 _DEADLINE_S = 300
@@ -66,7 +67,7 @@ def test_a_cpu_limit_caps_a_spinner_against_an_unlimited_one(
     runs = tmp_path / "runs"
     runs.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(runs))
-    for kind in (cgroups.V1Hierarchy, cgroups.V2Hierarchy):
+    for kind in (hierarchies.V1Hierarchy, hierarchies.V2Hierarchy):
         create = kind.create
         monkeypatch.setattr(
             kind, "create", lambda self, name, limits, c=create: _heaviest(c(self, name, limits))

@@ -42,10 +42,9 @@ from .cgroups import (
     CgroupVersion,
     Counters,
     GroupLimits,
-    Hierarchy,
     TrialGroup,
-    find_hierarchy,
 )
+from .hierarchies import Hierarchy, find_hierarchy
 from .tmpfs import TmpfsWatch
 
 __all__ = [
