@@ -141,7 +141,7 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "--scenario a* --scenario b --trials 2 --jobs 3 --out reports --keep --pass-env "
             "FOO --retry-infra 1 --resume earlier --shard 2/3 --balance duration --balance-from "
             "durations.json --last-failed --no-html --isolation os --history h.sqlite "
-            "--alert-webhook http://127.0.0.1:9/hook"
+            "--alert-webhook http://127.0.0.1:9/hook --limit memoryMb=512 --limit cpus=0.5"
         ),
         {
             "scenarios": ["a*", "b"],
@@ -161,6 +161,7 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "history": True,
             "history_url": "h.sqlite",
             "alert_webhook": "http://127.0.0.1:9/hook",
+            "limits": {"memoryMb": 512, "cpus": 0.5},
         },
     ),
     (
@@ -219,6 +220,7 @@ def test_the_cli_and_run_eval_build_the_same_options_and_forward_every_one(
         ("--max-cost", "0", "max_cost", 0),
         ("--margin", "1.5", "margin", 1.5),
         ("--alpha", "1.0", "alpha", 1.0),
+        ("--limit", "pids=8", "limits", ["pids=8"]),
     ],
 )
 def test_a_bad_value_reads_the_same_from_the_cli_and_run_eval(
