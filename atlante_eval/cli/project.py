@@ -45,8 +45,9 @@ def validate(
         bool,
         typer.Option(
             "--probe",
-            help="Also probe the host (its version and the credentials it would use) and, "
-            "when eval.isolation is os, that OS isolation works here.",
+            help="Also probe the host (its version and the credentials it would use), "
+            "that OS isolation works here when eval.isolation is os, and that the "
+            "per-trial limits (eval.limits, the os defaults) can be enforced.",
         ),
     ] = False,
 ) -> None:
