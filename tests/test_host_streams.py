@@ -202,14 +202,19 @@ def test_opencode_steps_tokens_cost_and_model() -> None:
 
 
 def test_opencode_non_step_usage_counts_only_before_steps() -> None:
-    """A cumulative figure on other events counts until the first step usage arrives."""
+    """A cumulative figure on other events counts until the first step usage arrives.
+
+    The recorded figure never goes down: the step sum takes over once it passes it.
+    """
     usage = SessionUsage(max_tokens=10**9)
     parser = OpenCodeStream(usage)
     parser.feed({"type": "message", "tokens": 900})
     assert usage.tokens == 900
     parser.feed({"type": "step_finish", "part": {"tokens": 100}})
     parser.feed({"type": "message", "tokens": 5000})
-    assert usage.tokens == 100
+    assert usage.tokens == 900
+    parser.feed({"type": "step_finish", "part": {"tokens": 850}})
+    assert usage.tokens == 950
 
 
 def test_opencode_budget_binds_mid_stream() -> None:
@@ -353,8 +358,8 @@ def test_claude_results_count_subagents_and_later_results() -> None:
     assert bare.tokens == 660
 
 
-def test_claude_result_usage_wins_even_when_lower() -> None:
-    """The final result sets the figure: assistant usage 350, result 340 -> 340."""
+def test_claude_result_never_lowers_the_figure_nor_stops_counting() -> None:
+    """A result lower than the streamed usage keeps it (350, not 340); later messages add."""
     usage = SessionUsage(max_tokens=10**9)
     parser = ClaudeStream(usage)
     parser.feed(
@@ -375,11 +380,11 @@ def test_claude_result_usage_wins_even_when_lower() -> None:
             "total_cost_usd": 0.03,
         }
     )
-    assert usage.tokens == 340
+    assert usage.tokens == 350
     assert usage.cost == 0.03
     assert "fable" in (usage.model or "")
     parser.feed({"type": "assistant", "message": {"id": "m2", "usage": {"input_tokens": 999}}})
-    assert usage.tokens == 340
+    assert usage.tokens == 350 + 999
 
 
 def test_claude_api_error_sample_is_an_error() -> None:

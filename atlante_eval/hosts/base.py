@@ -22,14 +22,15 @@ from .._util.endpoints import Endpoint
 from .._util.jsondoc import join_surrogates
 from ..choices import TOKEN_CEILING
 from ..project import NativeOutputs, Scenario
-from ..report import model_version_of
+from ..report import TamperEvidence, TamperKind, model_version_of
 from ..trial import ProcessResult, run_process
 
 if TYPE_CHECKING:
-    from ..transcript import Normalizer, TranscriptWriter
+    from ..transcript import Normalizer, Redactor, TranscriptWriter
 
 __all__ = [
     "COST_CEILING",
+    "TAMPER_LIMIT",
     "DeclaresModelEndpoints",
     "Host",
     "HostError",
@@ -46,6 +47,10 @@ __all__ = [
 
 #: The largest cost magnitude (USD) a session records.
 COST_CEILING = 1e12
+#: Most pieces of tampering evidence a trial keeps (the rest are counted).
+TAMPER_LIMIT = 20
+#: Longest detail text of one piece of tampering evidence.
+_DETAIL_CHARS = 300
 
 
 class HostError(Exception):
@@ -80,6 +85,10 @@ class TrialContext:
     A host hands it to :func:`run_json_stream` with the normalizer of its dialect,
     and first tells it the values to redact (:meth:`TranscriptWriter.add_secret_env`).
     """
+    redact: Redactor | None = None
+    """The trial's redactor (``None``: none): a host adds the values its session must
+    never leak (its stored credentials too), and the engine removes them from every
+    field of the trial's report entry."""
 
     @property
     def prompt(self) -> str:
@@ -98,6 +107,11 @@ class SessionUsage:
     ``on_exceeded`` is called once, as soon as an observed cumulative token count is
     strictly greater than ``max_tokens``; the engine passes a cancel-scope's
     ``cancel`` so the session ends at once.
+
+    The figures only ever grow: a cumulative value lower than the one recorded (a
+    forged or stale event) is ignored, and a negative one is ignored and kept as
+    tampering evidence, so nothing an agent writes into the host's stream can lower
+    what the session spent or switch the budget off.
     """
 
     def __init__(self, max_tokens: int, on_exceeded: Callable[[], None] | None = None) -> None:
@@ -109,15 +123,25 @@ class SessionUsage:
         self.model_version: str | None = None
         self.exceeded = False
         self.evidence: dict[str, Any] = {}
+        self.tampered: list[TamperEvidence] = []
+        """Signs the host's stream was written to by someone else (at most :data:`TAMPER_LIMIT`)."""
+        self.tampered_omitted = 0
+        """How many more signs were seen than :attr:`tampered` keeps."""
 
     def observe_tokens(self, cumulative: int) -> None:
         """Record the session's cumulative token count so far.
 
         A magnitude beyond :data:`TOKEN_CEILING` (only a broken or hostile stream
         reports one) is recorded as the ceiling, so it still exceeds any real budget
-        and every statistic over it stays a finite float.
+        and every statistic over it stays a finite float. A count lower than the
+        one recorded is ignored; a negative one is tampering evidence.
         """
-        cumulative = max(-TOKEN_CEILING, min(cumulative, TOKEN_CEILING))
+        if cumulative < 0:
+            self.tamper("negative-usage", f"a cumulative token count of {cumulative}")
+            return
+        cumulative = min(cumulative, TOKEN_CEILING)
+        if self.tokens is not None and cumulative <= self.tokens:
+            return
         self.tokens = cumulative
         if cumulative > self.max_tokens and not self.exceeded:
             self.exceeded = True
@@ -128,16 +152,31 @@ class SessionUsage:
         """Record the session's cumulative cost (USD) so far.
 
         A non-finite value is ignored and a magnitude beyond :data:`COST_CEILING` is
-        recorded as the ceiling, so sums and means over trials stay finite.
+        recorded as the ceiling, so sums and means over trials stay finite. A cost
+        lower than the one recorded is ignored; a negative one is tampering evidence.
         """
-        if math.isfinite(cumulative):
-            self.cost = max(-COST_CEILING, min(cumulative, COST_CEILING))
+        if not math.isfinite(cumulative):
+            return
+        if cumulative < 0:
+            self.tamper("negative-usage", f"a cumulative cost of {cumulative} USD")
+            return
+        cumulative = min(cumulative, COST_CEILING)
+        if self.cost is None or cumulative > self.cost:
+            self.cost = cumulative
 
     def observe_model(self, model: str, version: str | None = None) -> None:
         """Record the model identity, if none was recorded yet."""
         if self.model is None:
             self.model = model
             self.model_version = version if version is not None else model_version_of(model)
+
+    def tamper(self, kind: TamperKind, detail: str, *, line: int | None = None) -> None:
+        """Keep one sign that the host's stream was tampered with (counted past the cap)."""
+        if len(self.tampered) >= TAMPER_LIMIT:
+            self.tampered_omitted += 1
+            return
+        text = detail if len(detail) <= _DETAIL_CHARS else f"{detail[:_DETAIL_CHARS]}…"
+        self.tampered.append(TamperEvidence(kind=kind, detail=text, line=line))
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +273,10 @@ class StreamParser(Protocol):
 
     def feed(self, event: Mapping[str, Any]) -> None:
         """Account for one event."""
+        ...
+
+    def finish(self) -> None:
+        """Account for the end of the stream (e.g. keep what came after its final result)."""
         ...
 
 

@@ -33,6 +33,7 @@ from .credentials import (
     claude_credentials_file,
     claude_env_auth_mode,
     copy_private_file,
+    stored_secret_values,
 )
 from .isolation import session_env, trial_dirs
 from .session import CliHost
@@ -251,5 +252,9 @@ class ClaudeCodeHost(CliHost):
         return ClaudeNormalizer(version=self._version)
 
     def session_secrets(self, context: TrialContext, env: Mapping[str, str]) -> list[str]:
-        """The credential variables, the ``--pass-env`` values and any secret-named variable."""
-        return secret_values(env, credentials=CLAUDE_AUTH_ENV, pass_env=context.pass_env)
+        """The credential variables, the ``--pass-env`` values, any secret-named variable
+        and the tokens of the copied ``.credentials.json``."""
+        return [
+            *secret_values(env, credentials=CLAUDE_AUTH_ENV, pass_env=context.pass_env),
+            *stored_secret_values(context.state_dir / "claude-config" / ".credentials.json"),
+        ]

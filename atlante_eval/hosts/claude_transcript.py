@@ -23,9 +23,12 @@ from ..transcript import (
     TranscriptEntry,
 )
 from ..transcript.normalize import (
+    Bounded,
     PendingCall,
+    as_count,
     as_dict,
     as_int,
+    as_name,
     as_str,
     is_denied,
     names_of,
@@ -69,10 +72,13 @@ class ClaudeNormalizer:
         self.version = version
         self._snapshots = UsageSnapshots()
         self._stream = ClaudeStream(self._snapshots.usage)
-        self._pending: dict[str, PendingCall] = {}
-        self._agents: dict[str, str] = {}
+        self._pending: Bounded[str, PendingCall] = Bounded()
+        """Tool calls awaiting their result (past the cap, the oldest is written as pending)."""
+        self._agents: Bounded[str, str] = Bounded()
         """Subagent names by the id of the call that started them."""
-        self._denied: set[str] = set()
+        self._denied: Bounded[str, None] = Bounded()
+        """Ids of the calls the host reported denied."""
+        self._calls = 0
         self._errors = 0
 
     def feed(self, event: Mapping[str, Any], t: int) -> list[TranscriptEntry]:
@@ -80,7 +86,7 @@ class ClaudeNormalizer:
         self._stream.feed(event)  # fuzzed on its own (tests/test_fuzz_parsers.py)
         ts = timestamp_of(event.get("timestamp"))
         kind = event.get("type")
-        parent = as_str(event.get("parent_tool_use_id"))
+        parent = as_name(event.get("parent_tool_use_id"))
         entries: list[TranscriptEntry]
         if kind == "system":
             entries = self._system(event, t, ts)
@@ -113,9 +119,9 @@ class ClaudeNormalizer:
                 )
             ]
         if subtype == "permission_denied":
-            call = as_str(event.get("tool_use_id"))
+            call = as_name(event.get("tool_use_id"))
             if call is not None:
-                self._denied.add(call)
+                self._denied.put(call, None)
         return [RawEntry(t=t, ts=ts, event=dict(event))]
 
     def _assistant(
@@ -159,24 +165,26 @@ class ClaudeNormalizer:
     def _tool_use(
         self, block: Mapping[str, Any], t: int, ts: str | None, parent: str | None
     ) -> list[TranscriptEntry]:
-        call = as_str(block.get("id")) or f"call-{len(self._pending)}-{t}"
-        name = as_str(block.get("name")) or "unknown"
+        self._calls += 1
+        call = as_name(block.get("id")) or f"call-{self._calls}-{t}"
+        name = as_name(block.get("name")) or "unknown"
         arguments = as_dict(block.get("input"))
-        self._pending[call] = PendingCall(name, arguments, t, ts, parent)
+        pushed = self._pending.put(call, PendingCall.capped(name, arguments, t, ts, parent))
+        entries: list[TranscriptEntry] = [self._unanswered(*pushed)] if pushed else []
         kind = tool_kind(name, CLAUDE_TOOL_KINDS)
         if kind == "skill":
-            skill = as_str(arguments.get("skill")) or as_str(arguments.get("name")) or "unknown"
-            return [SkillEntry(t=t, ts=ts, name=skill, parent=parent)]
-        if kind == "subagent":
+            skill = as_name(arguments.get("skill")) or as_name(arguments.get("name")) or "unknown"
+            entries.append(SkillEntry(t=t, ts=ts, name=skill, parent=parent))
+        elif kind == "subagent":
             agent = (
-                as_str(arguments.get("subagent_type"))
-                or as_str(arguments.get("agent"))
-                or as_str(arguments.get("name"))
+                as_name(arguments.get("subagent_type"))
+                or as_name(arguments.get("agent"))
+                or as_name(arguments.get("name"))
                 or "general-purpose"
             )
-            self._agents[call] = agent
-            return [SubagentEntry(t=t, ts=ts, name=agent, call_id=call, parent=parent)]
-        return []
+            self._agents.put(call, agent)
+            entries.append(SubagentEntry(t=t, ts=ts, name=agent, call_id=call, parent=parent))
+        return entries
 
     def _user(self, event: Mapping[str, Any], t: int, ts: str | None) -> list[TranscriptEntry]:
         content = as_dict(event.get("message")).get("content")
@@ -194,8 +202,8 @@ class ClaudeNormalizer:
         return entries
 
     def _tool_result(self, block: Mapping[str, Any], t: int, ts: str | None) -> ToolCallEntry:
-        call = as_str(block.get("tool_use_id")) or "unknown"
-        pending = self._pending.pop(call, None) or PendingCall("unknown", {}, t, ts, None)
+        call = as_name(block.get("tool_use_id")) or "unknown"
+        pending = self._pending.pop(call) or PendingCall("unknown", {}, t, ts, None)
         text = result_text(block.get("content"))
         failed = block.get("is_error") is True
         status: ToolStatus = "ok"
@@ -236,28 +244,26 @@ class ClaudeNormalizer:
                 ts=ts,
                 status="error" if failed else subtype,
                 text=as_str(event.get("result")),
-                turns=as_int(event.get("num_turns")),
+                turns=as_count(event.get("num_turns")),
                 tokens=usage.tokens,
                 cost_usd=usage.cost,
             )
         )
         return entries
 
+    def _unanswered(self, call: str, pending: PendingCall) -> ToolCallEntry:
+        return ToolCallEntry(
+            t=pending.t,
+            ts=pending.ts,
+            id=call,
+            name=pending.name,
+            tool_kind=tool_kind(pending.name, CLAUDE_TOOL_KINDS),
+            input=pending.input,
+            status="pending",
+            duration_ms=None,
+            parent=pending.parent,
+        )
+
     def finish(self, t: int) -> list[TranscriptEntry]:
         """Return the calls that never got a result, as ``pending``."""
-        entries: list[TranscriptEntry] = [
-            ToolCallEntry(
-                t=p.t,
-                ts=p.ts,
-                id=call,
-                name=p.name,
-                tool_kind=tool_kind(p.name, CLAUDE_TOOL_KINDS),
-                input=p.input,
-                status="pending",
-                duration_ms=None,
-                parent=p.parent,
-            )
-            for call, p in self._pending.items()
-        ]
-        self._pending.clear()
-        return entries
+        return [self._unanswered(call, pending) for call, pending in self._pending.drain()]

@@ -33,6 +33,7 @@ __all__ = [
     "opencode_data_dir",
     "opencode_db_path",
     "resolve_db_value",
+    "stored_secret_values",
 ]
 
 ClaudeAuthMode = Literal["bedrock", "vertex", "foundry", "api-key", "oauth", "auth-status"]
@@ -60,6 +61,32 @@ _SCHEMA_ORDER = {"table": 0, "index": 1, "view": 2, "trigger": 3}
 
 class CredentialsError(Exception):
     """Raised when a credential copy fails; hosts turn it into a ``HostError``."""
+
+
+#: Keys of a stored credentials document whose values are descriptions, not secrets.
+_NOT_SECRET_KEYS = frozenset({"type", "scopes", "subscriptionType", "rateLimitTier"})
+
+
+def stored_secret_values(path: Path) -> list[str]:
+    """The string values of a stored credentials document (its keys and tokens).
+
+    Reports and transcripts must never hold them; a missing or unreadable file has none.
+    """
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return []
+    found: list[str] = []
+    stack: list[object] = [document]
+    while stack and len(found) < 1000:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack += [v for k, v in value.items() if k not in _NOT_SECRET_KEYS]
+        elif isinstance(value, list):
+            stack += value
+        elif isinstance(value, str):
+            found.append(value)
+    return found
 
 
 def _quote(name: str) -> str:

@@ -16,7 +16,6 @@ there, because OpenCode merges that variable over the sandbox configuration.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from .credentials import (
     copy_v2_database,
     opencode_data_dir,
     opencode_db_path,
+    stored_secret_values,
 )
 from .isolation import session_env, trial_dirs
 from .opencode_config import (
@@ -224,22 +224,7 @@ class OpenCodeHost(CliHost):
 
     def _stored_secrets(self, context: TrialContext) -> list[str]:
         """The string values of the trial's copied ``auth.json`` (its API keys and tokens)."""
-        path = context.state_dir / "data" / "opencode" / "auth.json"
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            return []
-        found: list[str] = []
-        stack: list[object] = [document]
-        while stack and len(found) < 1000:
-            value = stack.pop()
-            if isinstance(value, dict):
-                stack += [v for k, v in value.items() if k not in ("type",)]
-            elif isinstance(value, list):
-                stack += value
-            elif isinstance(value, str):
-                found.append(value)
-        return found
+        return stored_secret_values(context.state_dir / "data" / "opencode" / "auth.json")
 
     def _copy_credentials(self, state_dir: Path, dialect: Dialect) -> None:
         data = state_dir / "data" / "opencode"

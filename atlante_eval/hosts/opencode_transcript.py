@@ -23,8 +23,10 @@ from ..transcript import (
     TranscriptEntry,
 )
 from ..transcript.normalize import (
+    Bounded,
     as_dict,
     as_int,
+    as_name,
     as_str,
     is_denied,
     result_text,
@@ -74,7 +76,7 @@ class OpenCodeNormalizer:
         self._last_text: str | None = None
         self._stop: tuple[int, str | None] | None = None
         self._failed = False
-        self._children: dict[str, str] = {}
+        self._children: Bounded[str, str] = Bounded()
         """Task call ids by the child session they ran in."""
 
     def feed(self, event: Mapping[str, Any], t: int) -> list[TranscriptEntry]:
@@ -117,38 +119,38 @@ class OpenCodeNormalizer:
         if self._started:
             return []
         self._started = True
-        self._session = as_str(event.get("sessionID"))
+        self._session = as_name(event.get("sessionID"))
         found = find_model(event)
         model = f"{found[0]}/{found[1]}" if found else self.model
         return [SessionStartEntry(t=t, ts=ts, host=self.host, version=self.version, model=model)]
 
     def _parent(self, event: Mapping[str, Any], part: Mapping[str, Any]) -> str | None:
-        session = as_str(event.get("sessionID")) or as_str(part.get("sessionID"))
+        session = as_name(event.get("sessionID")) or as_name(part.get("sessionID"))
         if session is None or session == self._session:
             return None
-        return self._children.get(session, f"session:{session}")
+        return self._children.get(session) or f"session:{session}"
 
     def _tool(
         self, part: Mapping[str, Any], t: int, ts: str | None, parent: str | None
     ) -> list[TranscriptEntry]:
-        name = str(part["tool"])
-        call = as_str(part.get("callID")) or as_str(part.get("id")) or f"call-{t}"
+        name = as_name(part["tool"]) or "unknown"
+        call = as_name(part.get("callID")) or as_name(part.get("id")) or f"call-{t}"
         state = as_dict(part.get("state"))
         arguments = as_dict(state.get("input"))
         kind = tool_kind(name, OPENCODE_TOOL_KINDS)
         entries: list[TranscriptEntry] = []
         if kind == "skill":
-            skill = as_str(arguments.get("name")) or as_str(arguments.get("skill")) or "unknown"
+            skill = as_name(arguments.get("name")) or as_name(arguments.get("skill")) or "unknown"
             entries.append(SkillEntry(t=t, ts=ts, name=skill, parent=parent))
         elif kind == "subagent":
             agent = (
-                as_str(arguments.get("subagent_type"))
-                or as_str(arguments.get("agent"))
+                as_name(arguments.get("subagent_type"))
+                or as_name(arguments.get("agent"))
                 or "general"
             )
-            child = as_str(as_dict(state.get("metadata")).get("sessionId"))
+            child = as_name(as_dict(state.get("metadata")).get("sessionId"))
             if child is not None:
-                self._children[child] = call
+                self._children.put(child, call)
             entries.append(SubagentEntry(t=t, ts=ts, name=agent, call_id=call, parent=parent))
         raw_status = state.get("status")
         status: ToolStatus = "ok"

@@ -4,14 +4,16 @@
 
 1. build the command line (:meth:`~CliHost.argv`) and the environment
    (:meth:`~CliHost.session_env`);
-2. hand the transcript writer the values it must redact
-   (:meth:`~CliHost.session_secrets`);
+2. hand the trial's redactor and the transcript writer the values they must
+   redact (:meth:`~CliHost.session_secrets`);
 3. run the CLI with the prompt on stdin through
    :func:`~atlante_eval.hosts.base.run_json_stream` (its own process group, swept
    on the way out), feeding each JSON event to the host's stream parser
    (:meth:`~CliHost.stream_parser`) and each line to the transcript writer
    through the host's normalizer (:meth:`~CliHost.normalizer`);
-4. judge how it ended (:meth:`~CliHost.session_end`, by default
+4. tell the stream parser the stream ended (what came after its final result is
+   tampering evidence), and judge how the session ended
+   (:meth:`~CliHost.session_end`, by default
    :func:`~atlante_eval.hosts.streams.close_session`).
 
 The engine owns time and budgets: the stream parser reports usage into the
@@ -114,8 +116,11 @@ class CliHost(abc.ABC):
         argv = self.argv(context)
         env = self.session_env(context)
         stream = self.stream_parser(usage)
+        secrets = self.session_secrets(context, env)
+        if context.redact is not None:
+            context.redact.add(secrets)
         if context.transcript is not None:
-            context.transcript.add_secrets(self.session_secrets(context, env))
+            context.transcript.add_secrets(secrets)
         result = await run_json_stream(
             argv,
             cwd=context.sandbox,
@@ -125,4 +130,5 @@ class CliHost(abc.ABC):
             transcript=context.transcript,
             normalizer=self.normalizer(context),
         )
+        stream.finish()
         return self.session_end(result, stream)

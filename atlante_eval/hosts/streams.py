@@ -11,11 +11,18 @@ Token rules (reference §6.6/§6.7, with the reference's Claude undercount fixed
 * OpenCode: each ``step_finish`` reports its own usage; the running total is the
   sum. Other events count only until the first step usage is seen.
 * Claude Code: each assistant message's usage counts once, keyed by message id
-  (a later snapshot of the same message replaces the earlier one), so the budget
-  binds while the session runs; each ``result`` event then sets the figure: its
-  ``modelUsage`` (the session's total, subagents included) when present, else the
-  sum of the result events' ``usage`` (each counts the main agent's calls since
-  the previous result; a background subagent's completion adds a second result).
+  (a later snapshot of the same message raises each part to its larger value), so
+  the budget binds while the session runs; each ``result`` event then raises the
+  figure to its ``modelUsage`` (the session's total, subagents included) when
+  present, else to the sum of the result events' ``usage`` (each counts the main
+  agent's calls since the previous result; a background subagent's completion
+  adds a second result). Messages after a result keep counting on top of it.
+
+What an agent can write into the host's stdout cannot lower a figure or stop the
+accounting (docs/reliability.md): a negative part is ignored and kept as
+tampering evidence, a smaller snapshot never replaces a larger one, a ``result``
+event does not end the counting, and events after the session's final result are
+tampering evidence. Every per-session table is bounded.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +42,7 @@ from .base import SessionEnd, SessionUsage
 __all__ = [
     "ERROR_LIMIT",
     "HTTP_REASONS",
+    "MESSAGES_LIMIT",
     "ClaudeStream",
     "OpenCodeStream",
     "UsageSnapshots",
@@ -51,6 +60,8 @@ ERROR_LIMIT = 2000
 _MESSAGE_LIMIT = 500
 #: Most permission denials kept as trial evidence.
 _DENIALS_LIMIT = 20
+#: Most messages whose usage snapshots are kept open (older ones are settled in the sum).
+MESSAGES_LIMIT = 256
 
 #: Readable reasons for HTTP statuses a model API answers with.
 HTTP_REASONS: Mapping[int, str] = {
@@ -233,6 +244,14 @@ def _opencode_error(error: Mapping[str, Any]) -> str:
     return bounded(": ".join(parts))
 
 
+def _counted(usage: SessionUsage, value: float, what: str) -> bool:
+    """Whether ``value`` may count; a negative one is kept as tampering evidence instead."""
+    if value >= 0:
+        return True
+    usage.tamper("negative-usage", f"a negative {what} figure ({value}) in the host's stream")
+    return False
+
+
 class _StepSum:
     """OpenCode's rule for one figure: step events add up; before any step, the latest wins."""
 
@@ -268,14 +287,14 @@ class OpenCodeStream:
         tokens = normalize_tokens(part.get("tokens"))
         if tokens is None:
             tokens = normalize_tokens(event.get("tokens"))
-        if tokens is not None:
+        if tokens is not None and _counted(self.usage, tokens, "tokens"):
             total = self._tokens.add(tokens, step=step)
             if total is not None:
                 self.usage.observe_tokens(int(total))
         cost = _number(part.get("cost"))
         if cost is None:
             cost = _number(event.get("cost"))
-        if cost is not None:
+        if cost is not None and _counted(self.usage, cost, "cost"):
             figure = self._cost.add(cost, step=step)
             if figure is not None:
                 self.usage.observe_cost(figure)
@@ -287,6 +306,9 @@ class OpenCodeStream:
         error = event.get("error")
         if kind == "error" and isinstance(error, dict) and self.error is None:
             self.error = _opencode_error(error)
+
+    def finish(self) -> None:
+        """Nothing to account for at the end: OpenCode prints no result event."""
 
 
 _MODEL_USAGE_PARTS = (
@@ -340,23 +362,49 @@ class ClaudeStream:
         self.error: str | None = None
         """Why the result event says the session failed, if it does."""
         self.result_seen = False
-        self._messages: dict[str, dict[str, float]] = {}
+        self._messages: OrderedDict[str, dict[str, float]] = OrderedDict()
+        """The open messages' usage snapshots (the most recent :data:`MESSAGES_LIMIT`)."""
+        self._sum = 0.0
+        """Every message's usage, summed (settled messages included)."""
+        self._base = 0.0
+        """The figure the last result set."""
+        self._anchor = 0.0
+        """:attr:`_sum` when the last result arrived: messages after it add on top."""
         self._result_tokens = 0
+        self._after_result: list[str] = []
+        """The types of the events since the last result (the first few), and their count."""
+        self._after_count = 0
 
     def _message_usage(self, message_id: object, usage: object) -> None:
         if not isinstance(message_id, str) or not isinstance(usage, dict):
             return
-        parts = {k: n for k in _ANTHROPIC_PARTS if (n := _number(usage.get(k))) is not None}
+        parts = {
+            k: n
+            for k in _ANTHROPIC_PARTS
+            if (n := _number(usage.get(k))) is not None and _counted(self.usage, n, k)
+        }
         if not parts:
             return
-        self._messages[message_id] = {**self._messages.get(message_id, {}), **parts}
-        total = sum(normalize_claude_usage(p) or 0 for p in self._messages.values())
-        if not self.result_seen:
-            self.usage.observe_tokens(total)
+        known = self._messages.pop(message_id, {})
+        merged = {**known, **{k: max(v, known.get(k, 0)) for k, v in parts.items()}}
+        self._messages[message_id] = merged
+        if len(self._messages) > MESSAGES_LIMIT:
+            self._messages.popitem(last=False)  # settled: its last snapshot stays in the sum
+        self._sum += sum(merged.values()) - sum(known.values())
+        self._observe()
+
+    def _observe(self) -> None:
+        figure = self._base + (self._sum - self._anchor)
+        if math.isfinite(figure):
+            self.usage.observe_tokens(round(min(figure, TOKEN_CEILING)))
 
     def feed(self, event: Mapping[str, Any]) -> None:
         """Account for one event."""
         kind = event.get("type")
+        if self.result_seen and kind != "result":
+            self._after_count += 1
+            if len(self._after_result) < 3:
+                self._after_result.append(bounded(str(kind), 40))
         message = event.get("message")
         if kind == "assistant" and isinstance(message, dict):
             self._message_usage(message.get("id"), message.get("usage"))
@@ -370,7 +418,17 @@ class ClaudeStream:
         candidates = [c for c in (event, message, event.get("result")) if isinstance(c, dict)]
         self._identity(candidates)
         if kind == "result":
+            self._after_result, self._after_count = [], 0
             self._result(event, candidates)
+
+    def finish(self) -> None:
+        """Keep events after the session's final result as tampering evidence."""
+        if self._after_count:
+            kinds = ", ".join(self._after_result)
+            self.usage.tamper(
+                "after-result",
+                f"{self._after_count} event(s) after the session's final result ({kinds})",
+            )
 
     def _identity(self, candidates: Sequence[Mapping[str, Any]]) -> None:
         if self.usage.model is not None:
@@ -388,17 +446,24 @@ class ClaudeStream:
         # ``modelUsage`` is the session's cumulative total, subagents included; ``usage``
         # counts only the main agent's calls since the previous result event.
         session = _model_usage_total(event.get("modelUsage"))
+        if session is not None and not _counted(self.usage, session, "modelUsage"):
+            session = None
         for candidate in candidates:
             tokens = normalize_claude_usage(candidate.get("usage"))
             if tokens is not None:
-                self._result_tokens += tokens
+                if _counted(self.usage, tokens, "result usage"):
+                    self._result_tokens += tokens
                 break
         else:
             tokens = None
+        figure = self._base + (self._sum - self._anchor)
         if session is not None:
-            self.usage.observe_tokens(session)
+            figure = max(figure, session)
         elif tokens is not None:
-            self.usage.observe_tokens(self._result_tokens)
+            figure = max(figure, self._result_tokens)
+        # A result never lowers the figure nor ends the counting: later messages add to it.
+        self._base, self._anchor = figure, self._sum
+        self._observe()
         for candidate in candidates:
             cost = next(
                 (
@@ -409,7 +474,8 @@ class ClaudeStream:
                 None,
             )
             if cost is not None:
-                self.usage.observe_cost(cost)
+                if _counted(self.usage, cost, "cost"):
+                    self.usage.observe_cost(cost)
                 break
         denials = event.get("permission_denials")
         if isinstance(denials, list) and denials:

@@ -20,11 +20,15 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from .._util.endpoints import Endpoint, EndpointError, parse_endpoint
 from .._util.logs import get_logger
 
-__all__ = ["FilterProxy", "serve_proxy"]
+__all__ = ["DENIED_LIMIT", "FilterProxy", "serve_proxy"]
 
 log = get_logger("atlante_eval.isolation.proxy")
 
 _MAX_HEAD = 16 * 1024
+#: Most distinct refused destinations a proxy remembers (the rest are counted).
+DENIED_LIMIT = 100
+#: Longest refused destination kept.
+_TARGET_CHARS = 300
 _DIAL_TIMEOUT_S = 30.0
 _CHUNK = 65536
 
@@ -35,7 +39,10 @@ class FilterProxy:
     def __init__(self, allow: Iterable[Endpoint]) -> None:
         self.allow = frozenset(allow)
         self.denied: dict[str, int] = {}
-        """Refused destinations (``host:port``) and how often each was asked for."""
+        """Refused destinations (``host:port``) and how often each was asked for
+        (at most :data:`DENIED_LIMIT` of them)."""
+        self.denied_omitted = 0
+        """Refusals of destinations beyond the first :data:`DENIED_LIMIT`."""
 
     def permits(self, endpoint: Endpoint) -> bool:
         """Whether ``endpoint`` is on the allow list (``localhost`` counts as 127.0.0.1)."""
@@ -46,7 +53,11 @@ class FilterProxy:
         return False
 
     def _deny(self, target: str) -> None:
-        self.denied[target] = self.denied.get(target, 0) + 1
+        target = target[:_TARGET_CHARS]
+        if target in self.denied or len(self.denied) < DENIED_LIMIT:
+            self.denied[target] = self.denied.get(target, 0) + 1
+        else:
+            self.denied_omitted += 1
 
     async def handle(self, client: anyio.abc.ByteStream) -> None:
         """Serve one client connection; its failure never reaches the trial."""

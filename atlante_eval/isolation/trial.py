@@ -158,10 +158,16 @@ class TrialIsolation:
     def settle(self, result: TrialResult) -> TrialResult:
         """``result`` with what the trial's isolation refused and the limits it reached."""
         if denied := self.denied():
-            result = result.model_copy(update={"denied": denied})
+            omitted = self.denied_omitted() or None
+            result = result.model_copy(update={"denied": denied, "denied_omitted": omitted})
         if self.limits is not None:
             result = with_limits(result, self.limits.reached())
         return result
+
+    def denied_omitted(self) -> int:
+        """Refusals :meth:`denied` leaves out (destinations past the proxies' caps)."""
+        pairs = (self._session, self._setup)
+        return sum(pair[0].denied_omitted for pair in pairs if pair is not None)
 
 
 def _socket_dir(run_root: Path) -> tuple[Path, bool]:

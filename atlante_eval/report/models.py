@@ -41,6 +41,8 @@ __all__ = [
     "ShardBalance",
     "ShardLoad",
     "Spread",
+    "TamperEvidence",
+    "TamperKind",
     "TamperedFile",
     "ToolCallCounts",
     "Totals",
@@ -58,6 +60,9 @@ REPORT_FORMAT_VERSION = 1
 
 Verdict = Literal["pass", "fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"]
 CheckVerdict = Literal["pass", "fail", "error"]
+#: What made the engine believe a trial's host stream was written to by someone else
+#: (docs/reliability.md, "Tampering evidence").
+TamperKind = Literal["after-result", "glued-line", "malformed-line", "negative-usage"]
 
 
 def utc_timestamp() -> str:
@@ -196,6 +201,18 @@ class LimitReached(OutputModel):
         """``memory limit 512 MB reached (session)``: the message and where."""
         where = "checks" if self.phase == "check" else self.phase
         return f"{self.message} ({where})"
+class TamperEvidence(OutputModel):
+    """One sign that the host's event stream was forged or tampered with (additive)."""
+
+    kind: TamperKind
+    """What was seen: ``after-result`` (an event after the session's final result),
+    ``glued-line`` (a host event found behind foreign bytes on its line),
+    ``malformed-line`` (a line that looks like an event but is not one JSON object),
+    ``negative-usage`` (a negative token or cost figure)."""
+    detail: str
+    """What exactly, in words (capped, secrets redacted)."""
+    line: int | None = None
+    """The 1-based stdout line it was seen on, when it is a line."""
 
 
 class TrialResult(OutputModel):
@@ -247,6 +264,13 @@ class TrialResult(OutputModel):
     """What OS isolation refused during this trial (``--isolation os``; additive)."""
     limits_reached: list[LimitReached] | None = None
     """The resource limits this trial reached, by phase (``eval.limits``; additive)."""
+    denied_omitted: int | None = None
+    """How many more refused destinations ``denied`` leaves out; absent: none (additive)."""
+    tampered: list[TamperEvidence] | None = None
+    """Evidence that the host's event stream was tampered with; absent: none (additive).
+    Behaviour checks on a tampered transcript give ``error``."""
+    tampered_omitted: int | None = None
+    """How many more pieces of evidence ``tampered`` leaves out; absent: none (additive)."""
 
 
 class Spread(OutputModel):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
-import json
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -40,6 +39,7 @@ from ..report import (
     CheckResult,
     ProgressEvent,
     RunFiles,
+    TamperEvidence,
     TrialFiles,
     TrialResult,
     TrialStarted,
@@ -67,6 +67,7 @@ from ..trial import (
     trial_dirs,
     trial_sandbox,
 )
+from .redaction import redact_trial, untrusted_transcript
 
 __all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialGuard", "TrialHook"]
 
@@ -340,6 +341,7 @@ class Engine:
         log.info("trial.start", scenario=scenario.name, trial=planned.index)
         started = time.monotonic()
         started_at = utc_timestamp()
+        redact = self._redactor()
         took_session = False
         kept: Path | None = None
         isolation: TrialIsolation | None = None
@@ -365,7 +367,7 @@ class Engine:
                     took_session = True
                     await ledger.settle(planned.position, took_session=True)
                 await ticket.start_session()
-                result = await self._session(planned, sandbox, ticket, isolation)
+                result = await self._session(planned, sandbox, ticket, isolation, redact)
         except _Refused as exc:
             result = TrialResult(
                 i=planned.index,
@@ -375,7 +377,9 @@ class Engine:
             )
         except SandboxError as exc:
             kept = exc.trial_dir
-            log_ref = self._keep_output(planned, "setup.log", exc.output) if exc.output else None
+            log_ref = (
+                self._keep_output(planned, "setup.log", exc.output, redact) if exc.output else None
+            )
             result = TrialResult(
                 i=planned.index,
                 verdict="infra-error",
@@ -400,7 +404,8 @@ class Engine:
             result = isolation.settle(result)
         if self.options.keep and kept is not None:
             extra["sandbox"] = display_path(str(kept))
-        return result.model_copy(update=extra)
+        # The one redaction point of everything the trial reports (run/redaction.py).
+        return redact_trial(result.model_copy(update=extra), redact)
 
     @contextlib.asynccontextmanager
     async def _isolation(self) -> AsyncIterator[TrialIsolation | None]:
@@ -426,7 +431,9 @@ class Engine:
     def _redactor(self) -> Redactor:
         return Redactor(secret_values(os.environ, pass_env=self.options.pass_env))
 
-    def _keep_output(self, planned: PlannedTrial, name: str, text: str) -> str | None:
+    def _keep_output(
+        self, planned: PlannedTrial, name: str, text: str, redact: Redactor
+    ) -> str | None:
         """Write a long output beside the trial's transcript; return its run-relative path."""
         files = self._trial_files(planned)
         if files is None:
@@ -434,7 +441,7 @@ class Engine:
         with files:
             try:
                 with files.create(name) as handle:
-                    handle.write(cap_text(self._redactor()(text), LOG_CHARS).encode("utf-8"))
+                    handle.write(cap_text(redact(text), LOG_CHARS).encode("utf-8"))
             except OSError as exc:
                 log.warning("trial.log-unwritable", file=name, error=str(exc))
                 return None
@@ -465,7 +472,9 @@ class Engine:
         with files:
             return read_transcript(files)
 
-    def _transcript(self, planned: PlannedTrial, sandbox: Sandbox) -> TranscriptWriter | None:
+    def _transcript(
+        self, planned: PlannedTrial, sandbox: Sandbox, redact: Redactor
+    ) -> TranscriptWriter | None:
         files = self._trial_files(planned)
         if files is None:
             return None
@@ -475,7 +484,7 @@ class Engine:
             scenario=planned.scenario.name,
             trial=planned.index,
             sandbox=sandbox.root,
-            secrets=secret_values(os.environ, pass_env=self.options.pass_env),
+            redactor=redact,
         )
         try:
             return writer.open()
@@ -496,11 +505,14 @@ class Engine:
         sandbox: Sandbox,
         ticket: _Ticket,
         isolation: TrialIsolation | None,
+        redact: Redactor,
     ) -> TrialResult:
         config = self.plan.config
-        transcript = self._transcript(planned, sandbox)
+        transcript = self._transcript(planned, sandbox, redact)
         context = replace(
-            self._context(planned, sandbox.root, sandbox.state_dir), transcript=transcript
+            self._context(planned, sandbox.root, sandbox.state_dir),
+            transcript=transcript,
+            redact=redact,
         )
         budget_scope = anyio.CancelScope()
         usage = SessionUsage(config.max_tokens, budget_scope.cancel)
@@ -526,12 +538,6 @@ class Engine:
                 if end.error is not None and transcript.first_error is None:
                     transcript.write(ErrorEntry(t=transcript.elapsed_ms(), message=end.error))
                 transcript.close()
-        # What the host printed may hold a secret: the report never stores one either.
-        redact = transcript.redact if transcript is not None else self._redactor()
-        if redact and end.error is not None:
-            end = SessionEnd(error=redact(end.error), evidence=end.evidence)
-        if redact and usage.evidence:
-            usage.evidence = json.loads(redact(json.dumps(usage.evidence)))
         duration_ms = int((time.monotonic() - started) * 1000)
         if usage.model is None and self.options.model:
             usage.observe_model(self.options.model)
@@ -543,6 +549,8 @@ class Engine:
             model=usage.model,
             model_version=usage.model_version,
             host_evidence={**usage.evidence, **end.evidence} or None,
+            tampered=list(usage.tampered) or None,
+            tampered_omitted=usage.tampered_omitted or None,
         )
         if transcript is not None:
             base["transcript"] = transcript.relative_path
@@ -565,7 +573,7 @@ class Engine:
         if end.error is not None:
             return TrialResult(**base, verdict="infra-error", error=end.error)
         await ticket.end_session()
-        return await self._grade(planned, sandbox, base, unmonitored, isolation)
+        return await self._grade(planned, sandbox, base, unmonitored, isolation, redact)
 
     async def _grade(
         self,
@@ -574,6 +582,7 @@ class Engine:
         base: _SessionFields,
         unmonitored: Literal[True] | None,
         isolation: TrialIsolation | None,
+        redact: Redactor,
     ) -> TrialResult:
         changes: Changes | None = None
         changes_error: str | None = None
@@ -585,14 +594,16 @@ class Engine:
         except GitError as exc:
             changes_error = f"could not collect sandbox diff: {exc}"
         transcript, transcript_error = self._read_transcript(planned)
+        if base["tampered"] and transcript is not None:
+            transcript, transcript_error = None, untrusted_transcript(base["tampered"])
         context = CheckContext(
             root=sandbox.root,
             snapshot=sandbox.snapshot,
             changes=changes,
             changes_error=changes_error,
             ignored=ignored,
-            redact=self._redactor(),
-            keep_output=lambda name, text: self._keep_output(planned, name, text),
+            redact=redact,
+            keep_output=lambda name, text: self._keep_output(planned, name, text, redact),
             transcript=transcript,
             transcript_error=transcript_error,
             wrap=isolation.wrapper("check", sandbox.root, sandbox.state_dir)
@@ -649,6 +660,8 @@ class _SessionFields(TypedDict):
     model: str | None
     model_version: str | None
     host_evidence: dict[str, Any] | None
+    tampered: list[TamperEvidence] | None
+    tampered_omitted: int | None
     transcript: NotRequired[str]
     activity: NotRequired[Activity]
 

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
+from ..choices import TOKEN_CEILING
 from ..report import (
     Activity,
     RunFiles,
@@ -27,6 +28,7 @@ from .models import (
 
 __all__ = [
     "MAX_FILES_WRITTEN",
+    "MAX_NAMES",
     "ActivityCounter",
     "copy_trial_files",
     "recorded_activity",
@@ -34,7 +36,15 @@ __all__ = [
 
 #: Most paths ``activity.filesWritten`` lists.
 MAX_FILES_WRITTEN = 200
+#: Most distinct tool, skill or subagent names counted by name (the rest count in totals).
+MAX_NAMES = 200
 _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "notebookPath")
+
+
+def _count(counter: Counter[str], name: str) -> None:
+    """Count ``name``, unless :data:`MAX_NAMES` other names are counted already."""
+    if name in counter or len(counter) < MAX_NAMES:
+        counter[name] += 1
 
 
 class ActivityCounter:
@@ -55,18 +65,18 @@ class ActivityCounter:
         """Account for one entry."""
         if isinstance(entry, ToolCallEntry):
             self._calls[entry.tool_kind] += 1
-            self._names[entry.name] += 1
+            _count(self._names, entry.name)
             if entry.tool_kind == "write" and entry.status == "ok":
                 self._file(entry.input)
         elif isinstance(entry, SkillEntry):
-            self._skills[entry.name] += 1
+            _count(self._skills, entry.name)
         elif isinstance(entry, SubagentEntry):
-            self._subagents[entry.name] += 1
+            _count(self._subagents, entry.name)
         elif isinstance(entry, ErrorEntry) and self._first_error is None:
-            self._first_error = entry.message.splitlines()[0] if entry.message else "error"
-        elif isinstance(entry, ResultEntry) and entry.turns is not None:
+            self._first_error = entry.message.splitlines()[0][:500] if entry.message else "error"
+        elif isinstance(entry, ResultEntry) and entry.turns is not None and entry.turns >= 0:
             # A Claude session that waits for a background subagent ends with two results.
-            self._turns = (self._turns or 0) + entry.turns
+            self._turns = min((self._turns or 0) + entry.turns, TOKEN_CEILING)
         elif isinstance(entry, UsageEntry):
             self._usage_steps += 1
 

@@ -9,27 +9,126 @@ holds the protocol they implement and the value coercions they share.
 
 from __future__ import annotations
 
+import json
 import math
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..choices import TOKEN_CEILING
 from .models import ToolKind, TranscriptEntry
 
 __all__ = [
+    "NAME_CHARS",
+    "OPEN_LIMIT",
+    "PENDING_INPUT_CHARS",
+    "Bounded",
     "Normalizer",
     "PendingCall",
+    "as_count",
     "as_dict",
     "as_int",
+    "as_name",
     "as_str",
+    "cap_json",
+    "cap_text",
     "is_denied",
     "names_of",
     "result_text",
     "timestamp_of",
     "tool_kind",
 ]
+
+
+#: Most open items (tool calls awaiting a result, subagents, denials) a normalizer keeps.
+OPEN_LIMIT = 1000
+#: Longest tool input (as JSON) an open tool call keeps (the transcript keeps no more).
+PENDING_INPUT_CHARS = 4 * 1024
+#: Longest name or id (tool, skill, agent, call) a normalizer keeps.
+NAME_CHARS = 256
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Bounded(Generic[K, V]):
+    """An insertion-ordered table of at most ``limit`` items; the oldest go first.
+
+    What an agent can write into a host's stream must not grow the engine: every
+    per-session table a normalizer keeps is one of these. :meth:`put` returns the
+    item it pushed out, so the caller can still record it; :attr:`overflow` counts them.
+    """
+
+    def __init__(self, limit: int = OPEN_LIMIT) -> None:
+        self.limit = limit
+        self.overflow = 0
+        """How many items were pushed out by newer ones."""
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def put(self, key: K, value: V) -> tuple[K, V] | None:
+        """Store ``value`` under ``key``; return the oldest item if it had to go."""
+        self._items.pop(key, None)
+        self._items[key] = value
+        if len(self._items) <= self.limit:
+            return None
+        self.overflow += 1
+        return self._items.popitem(last=False)
+
+    def get(self, key: K) -> V | None:
+        return self._items.get(key)
+
+    def pop(self, key: K) -> V | None:
+        return self._items.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def drain(self) -> list[tuple[K, V]]:
+        """Remove and return every item, oldest first."""
+        items = list(self._items.items())
+        self._items.clear()
+        return items
+
+
+def cap_text(text: str, limit: int) -> str:
+    """Return ``text`` cut to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [truncated {len(text) - limit} characters]"
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _cap_value(value: Any, limit: int) -> Any:
+    """Cut every string inside a JSON value to ``limit`` characters."""
+    if isinstance(value, str):
+        return cap_text(value, limit)
+    if isinstance(value, dict):
+        return {str(k): _cap_value(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cap_value(v, limit) for v in value]
+    return value
+
+
+def cap_json(value: Any, limit: int) -> tuple[Any, bool]:
+    """Return ``value`` within ``limit`` characters of JSON, and whether it was cut."""
+    try:
+        text = _json(value)
+    except (ValueError, RecursionError):
+        return {"truncated": True, "preview": "unserialisable value"}, True
+    if len(text) <= limit:
+        return value, False
+    shortened = _cap_value(value, max(64, limit // 8))
+    if len(_json(shortened)) <= limit:
+        return shortened, True
+    return {"truncated": len(text), "preview": cap_text(text, limit)}, True
 
 
 def tool_kind(name: str, table: Mapping[str, ToolKind]) -> ToolKind:
@@ -51,6 +150,17 @@ class Normalizer(Protocol):
 
 def as_str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def as_name(value: object) -> str | None:
+    """A non-empty string cut to :data:`NAME_CHARS` (a name or id from the host's stream)."""
+    return value[:NAME_CHARS] if isinstance(value, str) and value else None
+
+
+def as_count(value: object) -> int | None:
+    """A non-negative integer count (a negative or non-numeric one is ``None``)."""
+    number = as_int(value)
+    return number if number is not None and number >= 0 else None
 
 
 def as_int(value: object) -> int | None:
@@ -114,8 +224,17 @@ def is_denied(text: str | None) -> bool:
 
 @dataclass
 class PendingCall:
+    """A tool call awaiting its result, with its input capped (:data:`PENDING_INPUT_CHARS`)."""
+
     name: str
     input: dict[str, Any]
     t: int
     ts: str | None
     parent: str | None
+
+    @classmethod
+    def capped(
+        cls, name: str, arguments: dict[str, Any], t: int, ts: str | None, parent: str | None
+    ) -> PendingCall:
+        kept, _ = cap_json(arguments, PENDING_INPUT_CHARS)
+        return cls(name, kept if isinstance(kept, dict) else {}, t, ts, parent)

@@ -46,7 +46,7 @@ from .models import (
     TruncatedEntry,
     parse_entry,
 )
-from .normalize import Normalizer
+from .normalize import Normalizer, cap_json, cap_text
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -93,13 +93,6 @@ class TranscriptLimits:
 DEFAULT_LIMITS = TranscriptLimits()
 
 
-def cap_text(text: str, limit: int) -> str:
-    """Return ``text`` cut to ``limit`` characters, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [truncated {len(text) - limit} characters]"
-
-
 def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
@@ -137,28 +130,6 @@ class Redactor:
         return text
 
 
-def _cap_value(value: Any, limit: int) -> Any:
-    """Cut every string inside a JSON value to ``limit`` characters."""
-    if isinstance(value, str):
-        return cap_text(value, limit)
-    if isinstance(value, dict):
-        return {str(k): _cap_value(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_cap_value(v, limit) for v in value]
-    return value
-
-
-def _cap_json(value: Any, limit: int) -> tuple[Any, bool]:
-    """Return ``value`` within ``limit`` characters of JSON, and whether it was cut."""
-    text = _json(value)
-    if len(text) <= limit:
-        return value, False
-    shortened = _cap_value(value, max(64, limit // 8))
-    if len(_json(shortened)) <= limit:
-        return shortened, True
-    return {"truncated": len(text), "preview": cap_text(text, limit)}, True
-
-
 class TranscriptWriter:
     """One trial's ``transcript.jsonl`` and ``raw.jsonl.gz``, written as lines arrive.
 
@@ -176,6 +147,7 @@ class TranscriptWriter:
         secrets: Iterable[str] = (),
         limits: TranscriptLimits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.monotonic,
+        redactor: Redactor | None = None,
     ) -> None:
         """Prepare a writer (nothing is written before :meth:`open`).
 
@@ -188,10 +160,13 @@ class TranscriptWriter:
             secrets: values never to store.
             limits: the caps.
             clock: seconds, monotonic (tests pass their own).
+            redactor: the trial's redactor, shared with the engine (default: a new one);
+                ``secrets`` are added to it.
         """
         self._files = files
         self._header = HeaderEntry(host=host, scenario=scenario, trial=trial)
-        self.redact = Redactor(secrets)
+        self.redact = redactor if redactor is not None else Redactor()
+        self.redact.add(secrets)
         self.limits = limits
         self._clock = clock
         self._started = clock()
@@ -363,7 +338,7 @@ class TranscriptWriter:
         if isinstance(entry, TextEntry):
             update["text"] = cap_text(entry.text, limits.text_chars)
         elif isinstance(entry, ToolCallEntry):
-            update["input"], _ = _cap_json(entry.input, limits.input_chars)
+            update["input"], _ = cap_json(entry.input, limits.input_chars)
             if entry.output is not None:
                 update["output"] = cap_text(entry.output, limits.text_chars)
             if entry.error is not None:
@@ -373,7 +348,7 @@ class TranscriptWriter:
         elif isinstance(entry, ResultEntry) and entry.text is not None:
             update["text"] = cap_text(entry.text, limits.text_chars)
         elif isinstance(entry, RawEntry):
-            update["event"], _ = _cap_json(entry.event, limits.raw_event_chars)
+            update["event"], _ = cap_json(entry.event, limits.raw_event_chars)
         return entry.model_copy(update=update) if update else entry
 
     def _write(self, entry: TranscriptEntry, *, force: bool = False) -> None:
