@@ -10,7 +10,6 @@ how its process ended.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -19,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._util.endpoints import Endpoint
-from .._util.jsondoc import join_surrogates
 from ..choices import TOKEN_CEILING
 from ..project import NativeOutputs, Scenario
 from ..report import TamperEvidence, TamperKind, model_version_of
 from ..trial import ProcessResult, run_process
+from .framing import EventFraming, TamperSink
 
 if TYPE_CHECKING:
     from ..transcript import Normalizer, Redactor, TranscriptWriter
@@ -170,7 +169,7 @@ class SessionUsage:
             self.model = model
             self.model_version = version if version is not None else model_version_of(model)
 
-    def tamper(self, kind: TamperKind, detail: str, *, line: int | None = None) -> None:
+    def tamper(self, kind: TamperKind, detail: str, line: int | None = None) -> None:
         """Keep one sign that the host's stream was tampered with (counted past the cap)."""
         if len(self.tampered) >= TAMPER_LIMIT:
             self.tampered_omitted += 1
@@ -307,29 +306,38 @@ async def run_json_stream(
     capture_bytes: int = 64 * 1024,
     transcript: TranscriptWriter | None = None,
     normalizer: Normalizer | None = None,
+    on_tamper: TamperSink | None = None,
 ) -> ProcessResult:
     """Run a host process and hand each JSON-object line of its stdout to ``on_event``.
 
-    Lines that are not JSON objects are ignored. Errors inside ``on_event`` are not
-    swallowed. With a ``transcript`` and a ``normalizer``, every line also goes to
-    the transcript as it arrives (the raw stream keeps non-JSON lines too), and what
-    the normalizer still holds is written when the process ends or is cancelled.
+    Lines that are not JSON objects are ignored, except that a host event glued
+    behind foreign bytes (or behind an over-long line) is recovered and reported to
+    ``on_tamper`` (:class:`~atlante_eval.hosts.framing.EventFraming`). Errors inside
+    ``on_event`` are not swallowed. With a ``transcript`` and a ``normalizer``,
+    every line also goes to the transcript as it arrives (the raw stream keeps
+    non-JSON lines too), and what the normalizer still holds is written when the
+    process ends or is cancelled.
     """
     record = transcript if normalizer is not None else None
+    framing = EventFraming(on_tamper)
+
+    def deliver(line: str, found: tuple[str, dict[str, Any]] | None) -> None:
+        if record is not None and normalizer is not None:
+            if found is not None and found[0] != line:
+                # The foreign bytes in front of a recovered event: in the raw stream only.
+                record.line(line[: len(line) - len(found[0])], normalizer, None)
+            record.line(found[0] if found else line, normalizer, found[1] if found else None)
+        if found is not None:
+            on_event(found[1])
 
     def on_line(line: str) -> bool:
-        event: dict[str, Any] | None = None
-        if line.startswith("{"):  # else not a JSON object: no parse (hosts may flood)
-            try:
-                decoded = join_surrogates(json.loads(line), text=line)
-            except (ValueError, RecursionError):
-                decoded = None
-            event = decoded if isinstance(decoded, dict) else None
-        if record is not None and normalizer is not None:
-            record.line(line, normalizer, event)
-        if event is not None:
-            on_event(event)
+        deliver(line, framing.decode(line))
         return False
+
+    def on_overlong(tail: bytes) -> None:
+        found = framing.overlong(tail)
+        if found is not None:
+            deliver(found[0], found)
 
     try:
         return await run_process(
@@ -340,6 +348,7 @@ async def run_json_stream(
             on_line=on_line,
             capture_bytes=capture_bytes,
             sweep=True,  # an agent's daemons must not outlive its session
+            on_overlong=on_overlong,
         )
     finally:
         if record is not None and normalizer is not None:

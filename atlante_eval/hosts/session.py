@@ -129,6 +129,7 @@ class CliHost(abc.ABC):
             stdin=context.prompt.encode("utf-8"),
             transcript=context.transcript,
             normalizer=self.normalizer(context),
+            on_tamper=usage.tamper,
         )
         stream.finish()
         return self.session_end(result, stream)

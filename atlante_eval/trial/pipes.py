@@ -18,6 +18,7 @@ import anyio.lowlevel
 
 __all__ = [
     "MAX_LINE_BYTES",
+    "OVERLONG_TAIL_BYTES",
     "HeadBuffer",
     "Pipes",
     "TailBuffer",
@@ -28,6 +29,8 @@ __all__ = [
 
 #: Longest stdout line handed to a line callback; longer lines are dropped.
 MAX_LINE_BYTES = 16 * 1024 * 1024
+#: How much of the end of a dropped over-long line is handed to ``on_overlong``.
+OVERLONG_TAIL_BYTES = 1024 * 1024
 _CHUNK = 64 * 1024
 
 
@@ -99,15 +102,24 @@ async def _chunks(fd: int) -> AsyncIterator[bytes]:
         await anyio.lowlevel.checkpoint()
 
 
-async def pump_lines(  # noqa: C901 - one read loop: caps, line splitting and the abort hook together
+async def pump_lines(  # noqa: C901 - one read loop: caps, line splitting and the hooks
     fd: int,
     tail: TailBuffer,
     on_line: Callable[[str], bool] | None,
     abort: anyio.Event,
     sink: Callable[[bytes], None] | None = None,
+    on_overlong: Callable[[bytes], None] | None = None,
 ) -> None:
+    """Read ``fd`` to its end, handing each line to ``on_line``.
+
+    A line longer than :data:`MAX_LINE_BYTES` is dropped, not buffered; once it
+    ends, ``on_overlong`` (if any) gets its last :data:`OVERLONG_TAIL_BYTES`, so a
+    reader can still tell what was written at its end (a host's own line glued
+    behind a flood, say).
+    """
     pending = bytearray()
     skipping = False
+    dropped = TailBuffer(OVERLONG_TAIL_BYTES if on_overlong is not None else 0)
     async for chunk in _chunks(fd):
         tail.write(chunk)
         if sink is not None:
@@ -120,9 +132,12 @@ async def pump_lines(  # noqa: C901 - one read loop: caps, line splitting and th
         while True:
             newline = chunk.find(b"\n", start)
             if newline < 0:
-                if not skipping:
+                if skipping:
+                    dropped.write(chunk[start:])
+                else:
                     pending += chunk[start:]
                     if len(pending) > MAX_LINE_BYTES:
+                        dropped.write(bytes(pending[-OVERLONG_TAIL_BYTES:]))
                         pending.clear()
                         skipping = True
                 break
@@ -130,6 +145,10 @@ async def pump_lines(  # noqa: C901 - one read loop: caps, line splitting and th
                 pending += chunk[start:newline]
                 if _deliver(bytes(pending), on_line):
                     abort.set()
+            elif on_overlong is not None:
+                dropped.write(chunk[start:newline])
+                on_overlong(dropped.value())
+                dropped = TailBuffer(OVERLONG_TAIL_BYTES)
             pending.clear()
             skipping = False
             start = newline + 1

@@ -259,6 +259,7 @@ async def run_process(
     sweep: bool = False,
     stdout_sink: Callable[[bytes], None] | None = None,
     wrap: SpawnWrapper | None = None,
+    on_overlong: Callable[[bytes], None] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` without a shell in its own process group and wait for it.
 
@@ -286,6 +287,8 @@ async def run_process(
             (uncapped, whatever ``capture_bytes``), for output read as a stream.
         wrap: rewrite the command before it is spawned (OS isolation); default:
             the wrapper of the enclosing :func:`confined_spawns` block, if any.
+        on_overlong: called with the end of each stdout line too long for
+            ``on_line`` (:data:`~atlante_eval.trial.pipes.OVERLONG_TAIL_BYTES`), when it ends.
 
     Cancellation of the caller ends the process group the same way (shielded) and
     re-raises the cancellation.
@@ -293,7 +296,9 @@ async def run_process(
     grace = DEFAULT_GRACE_S if grace_s is None else grace_s
     started = time.monotonic()
     kept = TailBuffer(capture_bytes) if stdout_head_bytes is None else HeadBuffer(stdout_head_bytes)
-    output = _Output(kept, TailBuffer(capture_bytes), on_line, stdout_sink, anyio.Event())
+    output = _Output(
+        kept, TailBuffer(capture_bytes), on_line, stdout_sink, anyio.Event(), on_overlong
+    )
     marker = secrets.token_hex(16) if sweep else None
     wrapper = wrap if wrap is not None else _CONFINED.get()
     try:
@@ -333,6 +338,8 @@ class _Output:
     """Called with every chunk of stdout."""
     abort: anyio.Event
     """Set when the line callback or the stdout cap asks to stop the child."""
+    on_overlong: Callable[[bytes], None] | None = None
+    """Called with the end of each stdout line too long for ``on_line``."""
 
     def result(self, returncode: int | None, *, timed_out: bool, duration_ms: int) -> ProcessResult:
         """How the child ended, with what was kept of its output."""
@@ -430,7 +437,12 @@ async def _supervise(
         with anyio.CancelScope() as ended:
             async with anyio.create_task_group() as readers:
                 stdout = pump_lines(
-                    pipes.stdout_read, output.stdout, output.on_line, output.abort, output.sink
+                    pipes.stdout_read,
+                    output.stdout,
+                    output.on_line,
+                    output.abort,
+                    output.sink,
+                    output.on_overlong,
                 )
                 readers.start_soon(_signal_when_done, stdout, done[0])
                 readers.start_soon(
