@@ -15,6 +15,10 @@ With a :class:`NetworkAccess`, the only way out of the empty network namespace
 is a forwarder started inside: it listens on ``127.0.0.1`` (an HTTP proxy port
 and each allowed loopback port) and relays to the engine's filtering proxy
 through a Unix socket bind-mounted in.
+
+Every confined tree runs under the seccomp filter of :mod:`.seccomp` (no
+``ptrace``, no ``process_vm_readv``/``process_vm_writev``): bubblewrap reads the
+compiled program from a pipe the spawned command inherits (``--seccomp FD``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..trial import SpawnPlan
+from .seccomp import filter_program
 
 __all__ = [
     "FORWARDER_PORT",
@@ -98,10 +105,12 @@ class Confinement:
     the kernel's default (half the machine's memory)."""
     _python: tuple[str, tuple[Path, ...]] = field(default_factory=lambda: _forwarder_python())
 
-    def __call__(
-        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
-    ) -> tuple[list[str], dict[str, str]]:
-        """Return the bubblewrap argv and environment that run ``argv`` confined."""
+    def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> SpawnPlan:
+        """Return the bubblewrap command that runs ``argv`` confined.
+
+        Its ``pass_fds`` holds the pipe bubblewrap reads the seccomp filter from; the
+        plan closes it once the child started, or could not.
+        """
         child_env = self._environment(env)
         program = _resolve(argv[0], env.get("PATH", os.defpath), cwd) if argv else None
         if program is None or not os.path.exists(program):
@@ -130,10 +139,23 @@ class Confinement:
         outer = [self.bwrap, *self._namespaces(), *self._mounts(readonly)]
         if self.network is not None:
             outer += ["--bind", str(self.network.socket), _INNER_SOCKET]
-        outer += ["--remount-ro", "/", "--chdir", str(cwd), "--"]
+        outer += ["--remount-ro", "/", "--chdir", str(cwd)]
         if os.path.isabs(argv[0]) or "/" not in argv[0]:
             inner[len(inner) - len(argv)] = executable_inside(program)
-        return outer + inner, child_env
+        seccomp = _seccomp_pipe()
+        if seccomp is not None:
+            outer += ["--seccomp", str(seccomp)]
+        command = [*outer, "--", *inner]
+        if seccomp is None:
+            return SpawnPlan(command, child_env)
+        close = _Closer(seccomp)
+        return SpawnPlan(
+            command,
+            child_env,
+            pass_fds=(seccomp,),
+            after_spawn=lambda _pid: close(),  # the child holds its own copy
+            after_exit=close,  # also when it could not start
+        )
 
     def _namespaces(self) -> list[str]:
         return [
@@ -202,6 +224,34 @@ class Confinement:
     def _is_writable(self, path: Path) -> bool:
         resolved = Path(os.path.abspath(path))
         return any(resolved == w or resolved.is_relative_to(w) for w in self.writable)
+
+
+class _Closer:
+    """Closes one descriptor, once, whichever step calls it first."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def __call__(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _seccomp_pipe() -> int | None:
+    """A pipe's read end holding the seccomp filter (``None``: no filter for this machine)."""
+    program = filter_program()
+    if program is None:
+        return None
+    read, write = os.pipe()
+    try:
+        os.write(write, program)  # a few hundred bytes: the pipe's buffer takes them at once
+    except OSError:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    return read
 
 
 def _resolve(program: str, search: str, cwd: Path | None = None) -> str | None:

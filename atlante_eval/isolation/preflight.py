@@ -74,20 +74,24 @@ def require_os_isolation(
     with tempfile.TemporaryDirectory(prefix="atlante-isolation-probe-") as scratch:
         root = Path(scratch)
         confine = Confinement(bwrap=bwrap, state_dir=root, writable=(root,))
-        argv, child_env = confine(["/bin/sh", "-c", "exit 0"], root, {"PATH": "/usr/bin:/bin"})
+        command = confine(["/bin/sh", "-c", "exit 0"], root, {"PATH": "/usr/bin:/bin"})
         try:
             result = subprocess.run(
-                argv,
-                env=child_env,
+                command.argv,
+                env=command.env,
                 cwd=root,
                 capture_output=True,
                 timeout=_PROBE_TIMEOUT_S,
                 check=False,
+                pass_fds=command.pass_fds,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise _unavailable(
                 "bubblewrap could not start a confined process", _ENABLE, cause=str(exc)
             ) from None
+        finally:
+            if command.after_exit is not None:
+                command.after_exit()  # closes the seccomp program's pipe
     if result.returncode != 0:
         tail = result.stderr.decode("utf-8", "replace").strip()[-400:]
         raise _unavailable(

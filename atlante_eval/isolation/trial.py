@@ -78,9 +78,7 @@ class _Wrapper:
         self.learn = learn
         self.tmp_bytes = tmp_bytes
 
-    def __call__(
-        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
-    ) -> tuple[list[str], dict[str, str]]:
+    def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> SpawnPlan:
         network: NetworkAccess | None = None
         if self.proxy is not None:
             proxy, socket = self.proxy
@@ -109,8 +107,35 @@ class _Limited:
     def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> SpawnPlan:
         if self.confine is None:
             return self.limits.plan(self.phase, argv, cwd, env, confined=False)
-        command, child_env = self.confine(argv, cwd, env)
-        return self.limits.plan(self.phase, command, cwd, child_env, confined=True)
+        confined = self.confine(argv, cwd, env)
+        limited = self.limits.plan(self.phase, confined.argv, cwd, confined.env, confined=True)
+        return _joined(confined, limited)
+
+
+def _joined(inner: SpawnPlan, outer: SpawnPlan) -> SpawnPlan:
+    """``outer`` (the limits around a confinement) keeping ``inner``'s descriptors and steps."""
+
+    def after_spawn(pid: int) -> None:
+        for plan in (inner, outer):
+            if plan.after_spawn is not None:
+                plan.after_spawn(pid)
+
+    def after_exit() -> None:
+        try:
+            if inner.after_exit is not None:
+                inner.after_exit()
+        finally:
+            if outer.after_exit is not None:
+                outer.after_exit()
+
+    return SpawnPlan(
+        outer.argv,
+        outer.env,
+        pass_fds=(*inner.pass_fds, *outer.pass_fds),
+        after_spawn=after_spawn,
+        after_exit=after_exit,
+        confined=True,
+    )
 
 
 class TrialIsolation:
