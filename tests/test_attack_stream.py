@@ -36,7 +36,7 @@ from atlante_eval.hosts import framing, streams
 from atlante_eval.hosts.base import SessionUsage
 from atlante_eval.run import engine
 
-HELLO = {"write": "hello.txt", "content": "hello\n"}
+HELLO: dict[str, Any] = {"write": "hello.txt", "content": "hello\n"}
 HELLO_EXISTS = {"type": "file-exists", "path": "hello.txt"}
 #: The opening of a Claude text event, left unterminated: it swallows the next line.
 FRAGMENT = '{"type":"assistant","message":{"content":[{"type":"text","text":"'
@@ -99,7 +99,7 @@ def _framing_without_recovery(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _negative_usage_doc() -> dict[str, Any]:
-    steps = [
+    steps: list[dict[str, Any]] = [
         HELLO,
         {"event": assistant("m1", tokens=300)},
         {"event": assistant("m2", tokens=200)},
@@ -132,7 +132,7 @@ def test_forged_negative_usage_never_lowers_a_figure(
 
 
 def _early_result_doc() -> dict[str, Any]:
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"event": assistant("m1", tokens=40)},
         {"forge": line(result(50))},  # the early result that switched enforcement off
         {"event": assistant("m2", tokens=60_000)},
@@ -161,7 +161,7 @@ def test_an_early_result_does_not_switch_the_budget_off(
 
 def _hidden_write_doc(name: str, forged: dict[str, Any]) -> dict[str, Any]:
     write = tool_use("call-w", "Write", {"file_path": "hello.txt", "content": "hello\n"})
-    steps = [
+    steps: list[dict[str, Any]] = [
         forged,  # the agent's unterminated fragment, just before the host's next line
         {"event": assistant("m1", write, tokens=10)},
         HELLO,
@@ -204,7 +204,7 @@ def test_a_glued_fragment_cannot_hide_a_forbidden_write(
 
 def _after_result_doc() -> dict[str, Any]:
     skill = tool_use("call-s", "Skill", {"skill": "release-notes"})
-    steps = [
+    steps: list[dict[str, Any]] = [
         HELLO,
         {"event": assistant("m1", tokens=10)},
         {"event": result(10)},
