@@ -237,7 +237,11 @@ def test_events_after_the_final_result_are_tampering(
 def _leaky_docs(key: str) -> list[dict[str, Any]]:
     """Each path from the agent's data into the report, with the session's credential."""
     cat = {"type": "command", "run": ["/bin/sh", "-c", "cat leak.txt; exit 1"]}
-    failing = [{"env_dump": "leak.txt"}, {"stderr": f"boom {key}"}, {"exit": 3}]
+    failing: list[dict[str, Any]] = [
+        {"env_dump": "leak.txt"},
+        {"stderr": f"boom {key}"},
+        {"exit": 3},
+    ]
     denial = {"tool_name": "Bash", "tool_input": {"command": f"echo {key}"}}
     forged = assistant("m1", tool_use(key, key, {"leak": key}))
     return [
