@@ -7,7 +7,10 @@ process. ``ATLANTE_TEST_GRACE_S`` shortens the SIGTERM-to-SIGKILL grace period;
 limit; ``ATLANTE_TEST_MATCH_STARTED`` names a file created when a search starts;
 ``ATLANTE_TEST_NO_PROJECT_GUARD`` turns the project check before each trial off
 (to show the breach it prevents); ``ATLANTE_TEST_RSS_FILE`` names a file that
-gets the process's peak resident memory (``VmHWM``, in KiB) when it exits.
+gets the process's peak resident memory (``VmHWM``, in KiB) when it exits;
+``ATLANTE_TEST_STANDIN_DIALECT=claude`` runs :class:`standin_claude.ClaudeDialectStandin`
+instead (the stand-in read as Claude Code); ``ATLANTE_TEST_KEEP_PENDING_INPUTS`` makes
+the normalizers keep open tool calls' inputs whole (to show the growth the cap prevents).
 """
 
 from __future__ import annotations
@@ -27,8 +30,29 @@ from atlante_eval._util import patterns
 from atlante_eval.cli import main
 from atlante_eval.trial import process
 
-hosts.HOST_FACTORIES["opencode"] = StandinHost
-hosts.HOST_FACTORIES["claude-code"] = StandinHost
+if os.environ.get("ATLANTE_TEST_STANDIN_DIALECT") == "claude":
+    from standin_claude import ClaudeDialectStandin
+
+    hosts.HOST_FACTORIES["opencode"] = ClaudeDialectStandin
+    hosts.HOST_FACTORIES["claude-code"] = ClaudeDialectStandin
+else:
+    hosts.HOST_FACTORIES["opencode"] = StandinHost
+    hosts.HOST_FACTORIES["claude-code"] = StandinHost
+if os.environ.get("ATLANTE_TEST_KEEP_PENDING_INPUTS"):
+    from atlante_eval.transcript import normalize
+
+    def _whole(
+        _cls: type[normalize.PendingCall],
+        name: str,
+        arguments: dict[str, Any],
+        t: int,
+        ts: str | None,
+        parent: str | None,
+    ) -> normalize.PendingCall:
+        """Keep the input whole: shows what the cap prevents."""
+        return normalize.PendingCall(name, arguments, t, ts, parent)
+
+    normalize.PendingCall.capped = classmethod(_whole)  # type: ignore[assignment]
 if os.environ.get("ATLANTE_TEST_GRACE_S"):
     process.DEFAULT_GRACE_S = float(os.environ["ATLANTE_TEST_GRACE_S"])
 if os.environ.get("ATLANTE_TEST_PATTERN_TIMEOUT_MS"):
