@@ -6,7 +6,8 @@ host's next line glues itself to it: the line no longer parses, and a reader tha
 drops unparsable lines loses the host's real event (a forbidden ``Write`` call
 disappears). :class:`EventFraming` closes that:
 
-* a line that parses as one JSON object is an event, as before;
+* a line that parses as one JSON object is an event, as before (other whole JSON
+  values and plain text lines are ignored, as before);
 * a line that does not is searched, from its end, for a JSON object that ends the
   line: the host's own event, written after the foreign bytes. It is recovered
   and the foreign bytes are tampering evidence (``glued-line``). The search costs
@@ -44,13 +45,15 @@ TamperSink = Callable[[TamperKind, str, int | None], None]
 _DECODER = json.JSONDecoder()
 
 
-def _object(text: str) -> dict[str, Any] | None:
-    """``text`` as one JSON object, or ``None``."""
+_INVALID = object()
+
+
+def _parse(text: str) -> object:
+    """``text`` as one JSON value, or :data:`_INVALID`."""
     try:
-        value = join_surrogates(json.loads(text), text=text)
+        return join_surrogates(json.loads(text), text=text)
     except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+        return _INVALID
 
 
 def recover(line: str, *, first: int = 1) -> tuple[int, dict[str, Any]] | None:
@@ -125,10 +128,11 @@ class EventFraming:
         The text is the line itself, or the recovered event's part of a glued line.
         """
         number = self._next_line()
-        if line.startswith("{") and (event := _object(line)) is not None:
-            return line, event
-        if '{"' not in line:
-            return None  # not an event at all: a host's plain text line
+        value = _parse(line) if line.startswith(("{", "[")) else _INVALID
+        if isinstance(value, dict):
+            return line, value
+        if value is not _INVALID or '{"' not in line:
+            return None  # whole JSON that is no event, or a host's plain text line
         found = recover(line)
         if found is None:
             self._suspect = (number, f"a line of {len(line)} characters that is not one event")

@@ -463,7 +463,8 @@ class ClaudeStream:
             figure = max(figure, self._result_tokens)
         # A result never lowers the figure nor ends the counting: later messages add to it.
         self._base, self._anchor = figure, self._sum
-        self._observe()
+        if session is not None or tokens is not None:
+            self._observe()
         for candidate in candidates:
             cost = next(
                 (
