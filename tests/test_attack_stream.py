@@ -11,7 +11,6 @@ which shows the test sees the breach.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,10 +29,10 @@ from standin_claude import (
     tool_result,
     tool_use,
 )
+from weakened import framing_without_recovery, stop_counting_after_result, trusting_usage
 
 from atlante_eval import RunReport, TrialResult, run_eval
-from atlante_eval.hosts import framing, streams
-from atlante_eval.hosts.base import SessionUsage
+from atlante_eval.hosts import streams
 from atlante_eval.run import engine
 
 HELLO: dict[str, Any] = {"write": "hello.txt", "content": "hello\n"}
@@ -55,49 +54,6 @@ def _run(tmp_path: Path, doc: dict[str, Any], **budget: Any) -> TrialResult:
     return trial
 
 
-def _trusting_usage(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The weakened engine: every figure recorded as the stream says, negative or lower."""
-
-    def tokens(self: SessionUsage, cumulative: int) -> None:
-        self.tokens = cumulative
-        if cumulative > self.max_tokens and not self.exceeded:
-            self.exceeded = True
-            if self._on_exceeded is not None:
-                self._on_exceeded()
-
-    def cost(self: SessionUsage, cumulative: float) -> None:
-        self.cost = cumulative
-
-    monkeypatch.setattr(SessionUsage, "observe_tokens", tokens)
-    monkeypatch.setattr(SessionUsage, "observe_cost", cost)
-    monkeypatch.setattr(streams, "_counted", lambda *_args: True)
-
-
-def _stop_counting_after_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The weakened engine: the parser stops counting once a result was seen (the old rule)."""
-    observe = streams.ClaudeStream._observe
-
-    def observe_until_result(self: streams.ClaudeStream) -> None:
-        if not self.result_seen:
-            observe(self)
-
-    monkeypatch.setattr(streams.ClaudeStream, "_observe", observe_until_result)
-
-
-def _framing_without_recovery(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The weakened engine: a line that does not parse is dropped, an over-long one too."""
-
-    def decode(self: framing.EventFraming, text: str) -> tuple[str, dict[str, Any]] | None:
-        try:
-            event = json.loads(text)
-        except ValueError:
-            return None
-        return (text, event) if isinstance(event, dict) else None
-
-    monkeypatch.setattr(framing.EventFraming, "decode", decode)
-    monkeypatch.setattr(framing.EventFraming, "overlong", lambda _self, _tail: None)
-
-
 def _negative_usage_doc() -> dict[str, Any]:
     steps: list[dict[str, Any]] = [
         HELLO,
@@ -117,7 +73,7 @@ def test_forged_negative_usage_never_lowers_a_figure(
 ) -> None:
     """Forged negative tokens, cost and turns after the host's result change no figure."""
     if weakened:
-        _trusting_usage(monkeypatch)
+        trusting_usage(monkeypatch)
     trial = _run(tmp_path, _negative_usage_doc())
     assert trial.activity is not None
     breached = (trial.tokens or 0) < 500 or (trial.cost or 0) < 0 or trial.activity.turns < 0
@@ -149,7 +105,7 @@ def test_an_early_result_does_not_switch_the_budget_off(
 ) -> None:
     """After a forged early result, maxTokens still stops the session in flight."""
     if weakened:
-        _stop_counting_after_result(monkeypatch)
+        stop_counting_after_result(monkeypatch)
     trial = _run(tmp_path, _early_result_doc(), maxTokens=100_000)
     if weakened:
         assert trial.verdict == "pass", trial.error  # 120,000 tokens spent, never stopped
@@ -187,7 +143,7 @@ def test_a_glued_fragment_cannot_hide_a_forbidden_write(
 ) -> None:
     """The host's Write line behind a forged fragment is recovered; the trial never passes."""
     if weakened:
-        _framing_without_recovery(monkeypatch)
+        framing_without_recovery(monkeypatch)
     trial = _run(tmp_path, _hidden_write_doc("hidden-write", forged))
     if weakened:
         assert trial.verdict == "pass", trial.checks  # the Write disappeared

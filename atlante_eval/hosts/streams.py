@@ -386,7 +386,7 @@ class ClaudeStream:
         if not parts:
             return
         known = self._messages.pop(message_id, {})
-        merged = {**known, **{k: max(v, known.get(k, 0)) for k, v in parts.items()}}
+        merged = {**known, **{k: max(v, known[k]) if k in known else v for k, v in parts.items()}}
         self._messages[message_id] = merged
         if len(self._messages) > MESSAGES_LIMIT:
             self._messages.popitem(last=False)  # settled: its last snapshot stays in the sum
