@@ -196,19 +196,24 @@ def test_the_confinement_works_for_an_unprivileged_user() -> None:
         root.mkdir()
         os.chown(root, 65534, 65534)
         confine = Confinement(bwrap=require_os_isolation(), state_dir=root, writable=(root,))
-        argv, env, fds = confine(
+        plan = confine(
             ["/bin/sh", "-c", "id -u; echo inside > made.txt; ls /root 2>&1 || true"],
             root,
             {"PATH": "/usr/bin:/bin"},
         )
-        unprivileged = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        unprivileged = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *plan.argv]
         try:
             result = subprocess.run(
-                unprivileged, env=env, capture_output=True, text=True, check=False, pass_fds=fds
+                unprivileged,
+                env=plan.env,
+                capture_output=True,
+                text=True,
+                check=False,
+                pass_fds=plan.pass_fds,
             )
         finally:
-            for fd in fds:
-                os.close(fd)
+            if plan.after_exit is not None:
+                plan.after_exit()  # closes the seccomp program's pipe
         assert result.returncode == 0, result.stderr
         assert result.stdout.splitlines()[0] == "65534"
         assert (root / "made.txt").read_text() == "inside\n"

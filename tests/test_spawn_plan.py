@@ -126,11 +126,15 @@ def test_the_tmpfs_watch_holds_the_sandbox_mounts_not_the_engines(tmp_path: Path
         bwrap=require_os_isolation(), state_dir=tmp_path, writable=(tmp_path,), tmp_bytes=8 << 20
     )
     script = "head -c 16777216 /dev/zero > /tmp/fill; echo $?"
-    argv, env = confine(["/bin/sh", "-c", script], tmp_path, {"PATH": "/usr/bin:/bin"})
+    plan = confine(["/bin/sh", "-c", script], tmp_path, {"PATH": "/usr/bin:/bin"})
+    argv = list(plan.argv)
     watch = TmpfsWatch(8 << 20)
     argv[1:1] = watch.bwrap_options()
-    process = subprocess.Popen(argv, env=env, pass_fds=watch.pass_fds, stdout=subprocess.PIPE)
+    fds = (*plan.pass_fds, *watch.pass_fds)
+    process = subprocess.Popen(argv, env=plan.env, pass_fds=fds, stdout=subprocess.PIPE)
     watch.after_spawn(process.pid)
+    if plan.after_exit is not None:
+        plan.after_exit()  # the seccomp pipe: the child holds its own copy
     out, _ = process.communicate()
     assert watch.watched is True
     assert len(watch._held) == 4

@@ -191,8 +191,9 @@ class TrialIsolation:
 
     def denied_omitted(self) -> int:
         """Refusals :meth:`denied` leaves out (destinations past the proxies' caps)."""
-        pairs = (self._session, self._setup)
-        return sum(pair[0].denied_omitted for pair in pairs if pair is not None)
+        if self._proxies is None:
+            return 0
+        return sum(pair[0].denied_omitted for pair in self._proxies if pair is not None)
 
 
 def _socket_dir(run_root: Path) -> tuple[Path, bool]:

@@ -201,6 +201,8 @@ class LimitReached(OutputModel):
         """``memory limit 512 MB reached (session)``: the message and where."""
         where = "checks" if self.phase == "check" else self.phase
         return f"{self.message} ({where})"
+
+
 class TamperEvidence(OutputModel):
     """One sign that the host's event stream was forged or tampered with (additive)."""
 
