@@ -107,6 +107,8 @@ CODES: dict[str, str] = {
     "compare-partial-report": "compare: a report comes from an interrupted run.",
     "compare-shard-report": "compare: a report is one shard of a run, not the whole run.",
     "compare-adaptive-differs": "compare: HEAD is an adaptive run whose own decisions differ.",
+    "compare-infra-differs": "compare: the runs' infra-error rates differ beyond chance.",
+    "compare-underpowered": "compare: the trial counts cannot detect a 30-point drop.",
     "adaptive-baseline-mismatch": "An adaptive run's baseline shares no scenario with the plan.",
     "adaptive-scenario-changed": "A scenario's definition differs from the adaptive baseline's.",
     "adaptive-cost-unknown": "--max-cost is set but the host reported no cost.",
@@ -122,6 +124,8 @@ CODES: dict[str, str] = {
     "gate-quarantined": "--fail-on ignores a quarantined scenario (it is still reported).",
     "gate-unstable": "--fail-on ignores a scenario not stable over --gate-stable-nights runs.",
     "alert-failed": "A regression alert or step summary could not be delivered; the run stands.",
+    "adaptive-baseline-underpowered": "An adaptive run's baseline is too small to detect a "
+    "30-point drop.",
     "selftest-vacuous": "A scenario passes with an agent that changes nothing.",
     "selftest-solution-failed": "A scenario's reference solution does not pass every check.",
     "selftest-solution-invalid": "A reference solution directory is malformed or unsafe.",

@@ -76,21 +76,24 @@ def test_flip_stops_early_as_regressed_and_steady_as_unchanged(tmp_path: Path) -
     record = report.adaptive
     assert record is not None
     assert record.looks == [4, 6, 9, 14, 20]
-    assert record.family_size == 3  # two compared scenarios plus the pooled overall row
+    assert record.family_size == 3  # two compared scenarios plus the stratified overall row
+    assert record.method == "exact-pocock"
     flip, steady, fresh = (record.scenarios[n] for n in ("flip", "steady", "fresh"))
-    assert (flip.decision, flip.stopped, flip.trials) == ("regressed", "decided", 6)
-    assert [look.trials for look in flip.looks] == [4, 6]
-    assert flip.looks[0].verdict == "inconclusive"
-    assert flip.looks[-1].adjusted_p < 0.05 < flip.looks[0].adjusted_p
+    # The exactly calibrated design decides a sure flip at the first look.
+    assert (flip.decision, flip.stopped, flip.trials) == ("regressed", "decided", 4)
+    assert [look.trials for look in flip.looks] == [4]
+    assert flip.critical_p is not None
+    assert flip.looks[0].p_value <= flip.critical_p
+    assert flip.looks[0].adjusted_p <= 0.05
     assert (steady.decision, steady.stopped) == ("unchanged", "decided")
     assert steady.trials < 20
     assert (fresh.decision, fresh.stopped, fresh.trials) == ("new", "fixed-count", 2)
     assert fresh.baseline_graded is None
     # Every trial is kept, in plan order per scenario.
-    assert indices(report, "flip") == list(range(6))
+    assert indices(report, "flip") == list(range(4))
     assert indices(report, "steady") == list(range(steady.trials))
     assert {t.verdict for t in report.scenarios["flip"].trials} == {"fail"}
-    assert record.trials_used == 6 + steady.trials + 2
+    assert record.trials_used == 4 + steady.trials + 2
     assert record.fixed_trials == record.fixed_per_scenario * 3
     assert record.saving == record.fixed_trials - record.trials_used
     assert record.compare_agrees is True
@@ -100,7 +103,9 @@ def test_flip_stops_early_as_regressed_and_steady_as_unchanged(tmp_path: Path) -
     assert "flip: look at 4 trials · 0% vs base 100% · -100.0 [" in result.stderr
     assert "regressed (decided)" in result.stderr
     assert "inconclusive (continues)" in result.stderr
-    assert "  flip: regressed after 6 trials (decided)" in result.stdout
+    assert "  flip: regressed after 4 trials (decided)" in result.stdout
+    assert record.overall is not None  # the stratified overall row, as compare has it
+    assert "overall (stratified over 2 scenarios)" in result.stdout
     assert f"trials used {record.trials_used} · a fixed-count run" in result.stdout
     assert f"saving {record.saving}" in result.stdout
     assert "compare on the final counts agrees with every decision" in result.stdout
@@ -113,6 +118,12 @@ def test_flip_stops_early_as_regressed_and_steady_as_unchanged(tmp_path: Path) -
     assert document["scenarios"]["steady"]["verdict"] == "unchanged"
     assert document["added"].keys() == {"fresh"}
     assert all(w["code"] != "compare-adaptive-differs" for w in document["warnings"])
+    # The adaptive summary's overall row is compare's stratified row, number for number.
+    overall = document["overall"]
+    assert record.overall.verdict == overall["verdict"]
+    assert record.overall.difference == pytest.approx(overall["difference"])
+    assert list(record.overall.interval) == pytest.approx(overall["differenceInterval"])
+    assert record.overall.scenarios == overall["strata"] == 2
 
 
 def published_path(project: Path) -> Path:
@@ -121,26 +132,29 @@ def published_path(project: Path) -> Path:
 
 
 def test_undecided_scenario_runs_to_max_trials_and_compare_explains(tmp_path: Path) -> None:
-    """3/3 -> 0/4 is inconclusive over 3 looks; compare's one look says regressed and says why."""
-    project = adaptive_project(tmp_path / "p", [chance_scenario("flip", 0.0)], maxSessions=100)
-    base = baseline(tmp_path / "base.json", {"flip": (3, 3)})
-    result = invoke(*adaptive_args(project, base, "--min-trials", "2", "--max-trials", "4"))
+    """6/12 against 17/20 stays open over 4 looks; compare's one look says regressed, and why."""
+    project = adaptive_project(
+        tmp_path / "p", [chance_scenario("coin", 0.5, seed=5)], maxSessions=100
+    )
+    base = baseline(tmp_path / "base.json", {"coin": (17, 20)})
+    result = invoke(*adaptive_args(project, base, "--min-trials", "4", "--max-trials", "12"))
     assert result.exit_code == 1, result.stderr
     record = published(project).adaptive
     assert record is not None
-    flip = record.scenarios["flip"]
-    assert (flip.decision, flip.stopped, flip.trials) == ("inconclusive", "max-trials", 4)
-    assert [look.trials for look in flip.looks] == [2, 3, 4]
-    assert flip.compare_verdict == "regressed"
+    coin = record.scenarios["coin"]
+    assert (coin.decision, coin.stopped, coin.trials) == ("inconclusive", "max-trials", 12)
+    assert [look.trials for look in coin.looks] == [4, 6, 9, 12]
+    assert all(look.decidable is not None for look in coin.looks[:-1])
+    assert coin.compare_verdict == "regressed"
     assert record.compare_agrees is False
-    assert "compare on the final counts differs on flip (compare: regressed)" in result.stdout
+    assert "compare on the final counts differs on coin (compare: regressed)" in result.stdout
     compared = invoke("compare", str(base), str(published_path(project)))
     assert "compare-adaptive-differs" in compared.stderr
-    assert "flip (run: inconclusive, compare: regressed)" in compared.stderr
+    assert "coin (run: inconclusive, compare: regressed)" in compared.stderr
 
 
-def test_seeded_coin_is_undecided_until_max_trials(tmp_path: Path) -> None:
-    """A scenario passing half the time (seeded per trial) against a 50% baseline stays open."""
+def test_seeded_coin_against_an_equal_baseline_stops_undecidable(tmp_path: Path) -> None:
+    """A coin against a 50% baseline cannot become a decision: it stops at the first look."""
     project = adaptive_project(tmp_path / "p", [chance_scenario("coin", 0.5)], maxSessions=100)
     base = baseline(tmp_path / "base.json", {"coin": (10, 20)})
     result = invoke(*adaptive_args(project, base, "--min-trials", "3", "--max-trials", "7"))
@@ -148,7 +162,11 @@ def test_seeded_coin_is_undecided_until_max_trials(tmp_path: Path) -> None:
     report = published(project)
     assert report.adaptive is not None
     coin = report.adaptive.scenarios["coin"]
-    assert (coin.decision, coin.stopped, coin.trials) == ("inconclusive", "max-trials", 7)
+    assert (coin.decision, coin.stopped, coin.trials) == ("inconclusive", "undecidable", 3)
+    assert coin.looks[0].decidable is not None
+    assert coin.looks[0].decidable < 0.05
+    assert "coin: inconclusive after 3 trials (undecidable within 7 trials)" in result.stdout
+    assert "stops: undecidable within 7 trials" in result.stderr
     verdicts = [t.verdict for t in report.scenarios["coin"].trials]
     assert "pass" in verdicts
     assert "fail" in verdicts
@@ -158,10 +176,11 @@ def test_session_budget_exhaustion_ends_with_skipped_trials(tmp_path: Path) -> N
     """maxSessions runs out in the second wave: its rest is skipped-budget and the run stops."""
     project = adaptive_project(
         tmp_path / "p",
-        [chance_scenario("coin", 0.5), chance_scenario("steady", 1.0)],
+        [chance_scenario("coin", 0.5), chance_scenario("other", 0.5, seed=3)],
         maxSessions=10,
     )
-    base = baseline(tmp_path / "base.json", {"coin": (10, 20), "steady": (20, 20)})
+    # Both drop from their baseline and stay undecided after the first wave.
+    base = baseline(tmp_path / "base.json", {"coin": (18, 20), "other": (17, 20)})
     result = invoke(*adaptive_args(project, base, "--min-trials", "4", "--max-trials", "20"))
     assert result.exit_code == 1, result.stderr
     report = published(project)
@@ -180,7 +199,7 @@ def test_max_cost_stops_adding_waves(tmp_path: Path) -> None:
     project = adaptive_project(
         tmp_path / "p", [chance_scenario("coin", 0.5, cost=0.01)], maxSessions=100
     )
-    base = baseline(tmp_path / "base.json", {"coin": (10, 20)})
+    base = baseline(tmp_path / "base.json", {"coin": (16, 20)})
     result = invoke(
         *adaptive_args(
             project, base, "--min-trials", "4", "--max-trials", "20", "--max-cost", "0.05"
@@ -297,7 +316,8 @@ def test_resume_of_an_interrupted_adaptive_run_reaches_the_same_decisions(tmp_pa
     """Interrupted in its second wave, then resumed: the same looks and decisions as one run."""
     docs = [chance_scenario("coin", 0.5, seed=3), chance_scenario("flip", 0.0)]
     project = adaptive_project(tmp_path / "p", docs, maxSessions=100)
-    base = baseline(tmp_path / "base.json", {"coin": (10, 20), "flip": (6, 6)})
+    # The flip is decided at the first look (3 trials); the coin goes on to 5 and 8.
+    base = baseline(tmp_path / "base.json", {"coin": (16, 20), "flip": (6, 6)})
     settings: dict[str, Any] = {
         "against": base,
         "until_decided": True,
@@ -312,7 +332,7 @@ def test_resume_of_an_interrupted_adaptive_run_reaches_the_same_decisions(tmp_pa
         nonlocal finished
         if isinstance(event, TrialFinished):
             finished += 1
-            if finished == 8:  # the second wave (to 5 trials each) is under way
+            if finished == 7:  # the second wave (the coin's trials 4 and 5) is under way
                 control.interrupt()
 
     async def interrupted() -> EvalRunError:
@@ -387,7 +407,9 @@ def test_a_failing_decision_record_never_costs_the_report(
     assert result.exit_code == 1, result.stderr
     report = published(project)
     assert report.adaptive is None
-    assert indices(report, "flip") == [0, 1, 2]
+    ran = len(report.scenarios["flip"].trials)
+    assert ran >= 2
+    assert indices(report, "flip") == list(range(ran))
 
 
 def test_a_wave_the_budget_skips_entirely_takes_no_look(tmp_path: Path) -> None:
@@ -397,7 +419,7 @@ def test_a_wave_the_budget_skips_entirely_takes_no_look(tmp_path: Path) -> None:
         [chance_scenario("a-coin", 0.5), chance_scenario("b-fresh", 1.0)],
         maxSessions=2,
     )
-    base = baseline(tmp_path / "base.json", {"a-coin": (10, 20)})
+    base = baseline(tmp_path / "base.json", {"a-coin": (16, 20)})
     result = invoke(*adaptive_args(project, base, "--min-trials", "2", "--max-trials", "6"))
     assert result.exit_code == 1, result.stderr
     report = published(project)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -13,12 +14,12 @@ from reports import config, counts, report, trials, write
 from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
-from atlante_eval import ScenarioResult, compare_reports, run_eval
+from atlante_eval import RunReport, ScenarioResult, compare_reports, run_eval
 from atlante_eval.cli import app
 from atlante_eval.report import summarize
 from atlante_eval.report.compare import gate_fails
 from atlante_eval.stats import holm_adjust
-from atlante_eval.stats.proportions import fisher_exact_two_sided
+from atlante_eval.stats.proportions import compare_proportions, fisher_exact_two_sided
 from atlante_eval.views.compare_render import render_markdown, render_text
 
 
@@ -105,8 +106,8 @@ def test_a_side_without_graded_trials_is_inconclusive_without_a_number() -> None
     assert result.settings.family_size == 2  # b and overall; a has nothing to test
 
 
-def test_overall_pools_graded_trials_of_common_scenarios() -> None:
-    """Overall adds up passed and graded trials of the scenarios both reports have."""
+def test_overall_is_stratified_over_common_scenarios() -> None:
+    """Overall sums the counts of common scenarios but weighs each scenario's rate."""
     base = report({"a": counts(8, 2), "b": counts(5, 5), "gone": counts(1)})
     head = report({"a": counts(9, 1), "b": counts(6, 4, infra_error=1), "new": counts(0, 1)})
     result = compare_reports(base, head)
@@ -114,10 +115,78 @@ def test_overall_pools_graded_trials_of_common_scenarios() -> None:
     assert (result.overall.base.passed, result.overall.base.graded) == (13, 20)
     assert (result.overall.head.passed, result.overall.head.graded) == (15, 20)
     assert result.overall.head.infra_errors == 1
+    assert result.overall.strata == 2
+    assert result.overall.base.pass_rate == pytest.approx(0.65)
+    assert result.overall.head.pass_rate == pytest.approx(0.75)
+
+
+def _merged_baseline() -> tuple[RunReport, RunReport]:
+    """BASE a=20/20, b=0/4 (a merged baseline) against HEAD a=4/4, b=0/20."""
+    return (
+        report({"a": counts(20), "b": counts(0, 4)}),
+        report({"a": counts(4), "b": counts(0, 20)}),
+    )
+
+
+def _uneven_infra_errors() -> tuple[RunReport, RunReport]:
+    """The same rates, but infra-errors fall on different scenarios in the two runs."""
+    return (
+        report({"a": counts(10), "b": counts(0, 2, infra_error=8), "c": counts(5, 5)}),
+        report({"a": counts(2, 0, infra_error=8), "b": counts(0, 10), "c": counts(5, 5)}),
+    )
+
+
+@pytest.mark.parametrize("example", [_merged_baseline, _uneven_infra_errors])
+def test_uneven_trial_counts_give_no_false_overall_change(
+    example: Callable[[], tuple[RunReport, RunReport]],
+) -> None:
+    """No scenario changed, and neither does overall, however the counts are spread."""
+    base, head = example()
+    result = compare_reports(base, head)
+    assert {c.verdict for c in result.scenarios.values()} <= {"inconclusive", "unchanged"}
+    assert result.overall is not None
+    assert result.overall.verdict in ("inconclusive", "unchanged")
+    assert result.overall.difference == pytest.approx(0.0)
+    assert not gate_fails(result, "regressed")
+    assert result.decided_by == {"regressed": [], "improved": []}
+
+
+def test_the_gate_passes_a_merged_baseline_through_the_console(tmp_path: Path) -> None:
+    """compare --fail-on regressed on the merged-baseline example: exit 0, and it says why."""
+    base_report, head_report = _merged_baseline()
+    base = write(tmp_path / "base", base_report)
+    head = write(tmp_path / "head", head_report.model_copy(update={"run_id": "h"}))
+    result = _invoke("compare", base, head, "--fail-on", "regressed", "--json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["overall"]["verdict"] == "inconclusive"
+    assert document["decidedBy"] == {"regressed": [], "improved": []}
+    assert "--fail-on regressed: passes" in result.stderr
+
+
+def test_pooling_the_merged_baseline_would_trip_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The breach the stratified row prevents: pooled raw counts call 20/24 -> 4/24 regressed."""
+    from atlante_eval.report import compare as compare_module
+    from atlante_eval.stats.stratified import StratifiedComparison, Stratum
+
+    def pooled(strata: list[Stratum], *, confidence: float) -> StratifiedComparison:
+        s1, n1 = sum(s.s1 for s in strata), sum(s.n1 for s in strata)
+        s2, n2 = sum(s.s2 for s in strata), sum(s.n2 for s in strata)
+        raw = compare_proportions(s1, n1, s2, n2, confidence=confidence)
+        return StratifiedComparison(
+            raw.rate1, raw.rate2, (0.0, 1.0), (0.0, 1.0), raw.difference,
+            raw.difference_interval, raw.p_value, len(strata),
+        )  # fmt: skip
+
+    monkeypatch.setattr(compare_module, "stratified_comparison", pooled)
+    result = compare_reports(*_merged_baseline())
+    assert result.overall is not None
+    assert result.overall.verdict == "regressed"
+    assert gate_fails(result, "regressed")
 
 
 def test_overall_regression_spread_over_scenarios_trips_the_gate() -> None:
-    """Small drops in many scenarios are each inconclusive but regressed when pooled."""
+    """Small drops in many scenarios are each inconclusive but regressed overall."""
     names = [f"s{n}" for n in range(5)]
     base = report(dict.fromkeys(names, counts(8, 2)))
     head = report(dict.fromkeys(names, counts(5, 5)))
@@ -127,6 +196,27 @@ def test_overall_regression_spread_over_scenarios_trips_the_gate() -> None:
     assert result.overall.verdict == "regressed"
     assert result.settings.family_size == 6
     assert gate_fails(result, "regressed")
+    assert result.decided_by == {"regressed": ["(overall)"], "improved": []}
+
+
+def test_headline_and_gate_agree_and_name_the_deciding_row(tmp_path: Path) -> None:
+    """The console: the headline shows the overall regression the gate fails on, and says so."""
+    names = [f"s{n}" for n in range(5)]
+    base = write(tmp_path / "base", report(dict.fromkeys(names, counts(8, 2))))
+    head = write(tmp_path / "head", report(dict.fromkeys(names, counts(5, 5)), run_id="h"))
+    result = _invoke("compare", base, head, "--fail-on", "regressed")
+    assert result.exit_code == 1
+    last = result.stdout.rstrip().splitlines()[-1]
+    assert last == "0 regressed · 0 improved · 5 inconclusive · overall (stratified): regressed"
+    assert (
+        "--fail-on regressed: fails (exit 1), decided by the overall row "
+        "(stratified over 5 scenarios)" in result.stderr
+    )
+    markdown = _invoke("compare", base, head, "--markdown", "-", "--fail-on", "regressed")
+    assert markdown.stdout.splitlines()[0].endswith("overall (stratified): 🔴 regressed")
+    passing = _invoke("compare", base, base, "--fail-on", "regressed")
+    assert passing.exit_code == 0
+    assert "--fail-on regressed: passes" in passing.stderr
 
 
 def test_one_scenario_overall_repeats_it() -> None:
@@ -238,7 +328,7 @@ def test_warnings_name_differing_host_model_and_budget() -> None:
 
 
 def _fingerprinted(fingerprint: str) -> ScenarioResult:
-    return summarize(trials(counts(3)), fingerprint=fingerprint)
+    return summarize(trials(counts(30)), fingerprint=fingerprint)
 
 
 def test_changed_scenario_fingerprint_is_warned_when_nothing_else_differs() -> None:
@@ -285,7 +375,7 @@ def _defined(digest: str) -> ScenarioResult:
 def test_partial_and_shard_reports_are_warned_about() -> None:
     """An interrupted run or a single shard is compared but flagged."""
     result = compare_reports(
-        report({"s": counts(3)}, interrupted=True), report({"s": counts(3)}, shard="1/2")
+        report({"s": counts(30)}, interrupted=True), report({"s": counts(30)}, shard="1/2")
     )
     assert _codes(list(result.warnings)) == ["compare-partial-report", "compare-shard-report"]
 
@@ -302,7 +392,7 @@ def test_json_shape_is_stable(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     assert list(doc) == [
         "formatVersion", "base", "head", "harnessChanged", "settings", "scenarios",
-        "overall", "added", "removed", "counts", "warnings", "behaviour",
+        "overall", "added", "removed", "counts", "warnings", "behaviour", "decidedBy",
     ]  # fmt: skip
     assert doc["formatVersion"] == 1
     assert list(doc["behaviour"]) == ["alpha", "baseDir", "headDir", "scenarios"]
@@ -322,8 +412,11 @@ def test_json_shape_is_stable(tmp_path: Path) -> None:
     a = doc["scenarios"]["a"]
     assert list(a) == [
         "base", "head", "difference", "differenceInterval", "pValue", "adjustedP",
-        "verdict", "trialsNeeded",
+        "verdict", "trialsNeeded", "strata",
     ]  # fmt: skip
+    assert a["strata"] is None
+    assert doc["overall"]["strata"] == 1
+    assert doc["decidedBy"] == {"regressed": [], "improved": []}
     assert list(a["base"]) == [
         "passed", "graded", "executed", "infraErrors", "skipped", "passRate", "interval",
     ]  # fmt: skip
@@ -336,13 +429,14 @@ def test_json_shape_is_stable(tmp_path: Path) -> None:
         "improved": 0, "regressed": 0, "unchanged": 0, "inconclusive": 1,
         "added": 1, "removed": 1,
     }  # fmt: skip
-    assert doc["warnings"] == []
+    # Three trials per side cannot detect anything, and compare says so.
+    assert [w["code"] for w in doc["warnings"]] == ["compare-underpowered"]
 
 
 def test_json_carries_warnings_and_stderr_shows_them(tmp_path: Path) -> None:
     """A differing model appears in the JSON warnings and as a warning diagnostic on stderr."""
-    base = write(tmp_path / "base", report({"a": counts(3)}))
-    head = write(tmp_path / "head", report({"a": counts(3)}, model="other/model"))
+    base = write(tmp_path / "base", report({"a": counts(30)}))
+    head = write(tmp_path / "head", report({"a": counts(30)}, model="other/model"))
     result = _invoke("compare", base, head, "--json")
     doc = json.loads(result.stdout)
     assert doc["warnings"] == [
@@ -372,8 +466,10 @@ def test_terminal_table_states_the_denominator(tmp_path: Path) -> None:
     assert "2/20 10%" in rows["up"]
     assert "18/20 90%" in rows["up"]
     assert "inconclusive (~" in rows["flat"]
-    assert "overall (pooled)" in out
-    assert out.rstrip().endswith("0 regressed · 1 improved · 1 inconclusive")
+    assert "overall (stratified)" in rows["overall"]
+    assert out.rstrip().endswith(
+        "0 regressed · 1 improved · 1 inconclusive · overall (stratified): improved"
+    )
 
 
 def test_markdown_file_is_a_github_table(tmp_path: Path) -> None:
@@ -390,6 +486,7 @@ def test_markdown_file_is_a_github_table(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert (
         lines[0] == "### atlante-eval compare: 🔴 1 regressed · 🟢 0 improved · 🟡 1 inconclusive"
+        " · overall (stratified): 🔴 regressed"
     )
     assert "host `opencode 1.2.3` → `opencode 9.9.9`" in lines[2]
     assert "| Scenario | BASE | HEAD | Change (95% CI) | p (Holm) | Verdict |" in lines
@@ -398,7 +495,7 @@ def test_markdown_file_is_a_github_table(tmp_path: Path) -> None:
     assert "3/20 · 15%" in row
     assert "(2 infra-errors)" in row
     assert row.endswith("🔴 regressed |")
-    assert any(line.startswith("| **overall (pooled)** |") for line in lines)
+    assert any(line.startswith("| **overall (stratified)** |") for line in lines)
     assert "Pass rate = passed / graded trials" in text
     assert "> **Warning** `compare-host-differs`" in text
     assert text.endswith("\n")
@@ -487,8 +584,34 @@ def test_markdown_in_a_missing_directory_is_refused_first(tmp_path: Path) -> Non
 
 def test_markdown_render_without_warnings_has_no_warning_lines() -> None:
     """A clean comparison's Markdown has no warning block."""
-    text = render_markdown(compare_reports(report({"s": counts(2)}), report({"s": counts(2)})))
+    text = render_markdown(compare_reports(report({"s": counts(30)}), report({"s": counts(30)})))
     assert "Warning" not in text
+
+
+def test_too_few_trials_to_detect_anything_are_warned_about(tmp_path: Path) -> None:
+    """3 trials per side: not even 100% -> 0% is detectable; the warning says what would be."""
+    base = write(tmp_path / "base", report({"a": counts(3), "b": counts(3)}))
+    head = write(tmp_path / "head", report({"a": counts(0, 3), "b": counts(3)}, run_id="h"))
+    result = _invoke("compare", base, head)
+    assert result.stdout.splitlines()[-1].startswith("0 regressed")
+    assert "warning [compare-underpowered]: with 3 graded trials per side (2 of 2 scenarios)" in (
+        result.stderr
+    )
+    assert "cannot detect any drop, not even 100% -> 0%" in result.stderr
+    assert "at least 29 per side are needed to detect a 30-point drop" in result.stderr
+    assert "next: run more trials per scenario (--trials)" in result.stderr
+    enough = compare_reports(report({"a": counts(30)}), report({"a": counts(30)}))
+    assert [w.code for w in enough.warnings] == []
+
+
+def test_infra_error_rates_that_differ_are_warned_about() -> None:
+    """1 infra-error in 40 trials against 15: flagged; the same rate on both sides: not."""
+    base = report({"a": counts(20, infra_error=1), "b": counts(19)})
+    head = report({"a": counts(10, infra_error=10), "b": counts(15, infra_error=5)})
+    codes = [w.code for w in compare_reports(base, head).warnings]
+    assert "compare-infra-differs" in codes
+    same = compare_reports(base, report({"a": counts(20, infra_error=1), "b": counts(19)}))
+    assert "compare-infra-differs" not in [w.code for w in same.warnings]
 
 
 def test_compares_two_real_runs(tmp_path: Path) -> None:

@@ -56,7 +56,8 @@ def compare(
         FailOn | None,
         typer.Option(
             "--fail-on",
-            help="Exit 1 when a scenario or the overall result regressed (or changed at all).",
+            help="Exit 1 when a scenario or the overall row regressed (or changed at all); "
+            "says which row decided.",
             show_default=False,
         ),
     ] = None,
@@ -209,6 +210,10 @@ def compare_command(
         )
         COMPARE_WRITERS["html"].write(published, html, option="--html")
     _print_comparison(result, gate, as_json=as_json, markdown=markdown == Path("-"))
+    if gate is not None:
+        from ..views.compare_render import gate_line
+
+        typer.echo(gate_line(result, gate.fail_on, rows=gate.decided_by), err=True)
     return 1 if gate is not None and gate.fails else 0
 
 

@@ -2,7 +2,7 @@
 
 The comparison shown is unchanged (a quarantined scenario is still reported); the
 gate judges the comparison of the same two reports without the exempted
-scenarios (so the pooled overall result does not carry them either), and every
+scenarios (so the overall row does not carry them either), and every
 exemption is said as a warning (``gate-quarantined``, ``gate-unstable``).
 """
 
@@ -14,7 +14,7 @@ from typing import Literal
 from ..choices import FailOn
 from ..diagnostics import Diagnostic, warning
 from ..report import OutputModel, RunReport
-from ..report.compare import CompareResult, compare_reports, gate_fails
+from ..report.compare import CompareResult, compare_reports, gate_rows
 from .models import Quarantine, ScenarioHistory
 
 __all__ = ["GateDecision", "GateExemption", "decide_gate", "unstable_scenarios"]
@@ -42,6 +42,8 @@ class GateDecision(OutputModel):
     """Whether it trips (exit 1)."""
     ignored: list[GateExemption]
     """Scenarios left out of the gate."""
+    decided_by: list[str]
+    """The rows that trip it: scenario names, and ``(overall)`` for the overall row."""
 
 
 def unstable_scenarios(
@@ -108,7 +110,8 @@ def decide_gate(
             margin=result.settings.margin,
             adjust=result.settings.adjust,
         )
-    decision = GateDecision(fail_on=fail_on, fails=gate_fails(judged, fail_on), ignored=ignored)
+    rows = gate_rows(judged, fail_on)
+    decision = GateDecision(fail_on=fail_on, fails=bool(rows), ignored=ignored, decided_by=rows)
     return decision, [_note(e) for e in ignored]
 
 

@@ -1,10 +1,11 @@
 """Compare two run reports: did HEAD's harness pass more or less often than BASE's?
 
-Per scenario common to both reports, and overall (graded trials pooled across those
-scenarios), the comparison holds both pass rates with Wilson intervals, the
-difference HEAD - BASE with a Newcombe interval, a two-sided Fisher exact p-value,
-the p-value adjusted for multiple comparisons, a verdict, and for inconclusive
-results the trials per side that would likely settle it. The denominator is the
+Per scenario common to both reports, and overall (stratified by scenario: each
+scenario compared only with itself, never raw counts pooled), the comparison holds
+both pass rates with Wilson intervals, the difference HEAD - BASE with a Newcombe
+interval, a two-sided Fisher exact p-value, the p-value adjusted for multiple
+comparisons, a verdict, and for inconclusive results the trials per side that
+would likely settle it. The denominator is the
 *graded* trials: executed trials minus infra-errors (skipped-budget trials never ran).
 See docs/statistics.md for every formula and rule.
 """
@@ -28,7 +29,15 @@ from ..stats import (
     wilson_interval,
 )
 from ..stats.planning import PLANNING_POWER, planned_trials
+from ..stats.stratified import Stratum, stratified_comparison
 from .behaviour import BehaviourDeltas
+from .compare_notes import (
+    WARNING_NEXT,
+    CompareWarning,
+    adaptive_note,
+    condition_warnings,
+    power_note,
+)
 from .loading import load_report, report_path
 from .models import OutputModel, RunReport, ScenarioResult
 from .results import statistics_of
@@ -37,25 +46,31 @@ __all__ = [
     "COMPARE_FORMAT_VERSION",
     "DEFAULT_ALPHA",
     "DEFAULT_MARGIN",
+    "OVERALL",
     "PLANNING_POWER",
     "Adjust",
     "CompareResult",
     "CompareSettings",
+    "CompareWarning",
     "Comparison",
     "FailOn",
     "RunInfo",
     "Side",
     "compare_report_files",
     "compare_reports",
+    "decided_by",
     "gate_fails",
+    "gate_rows",
 ]
 
 #: Version of the ``compare --json`` document shape.
 COMPARE_FORMAT_VERSION = 1
+#: How the overall row is named where rows are listed (never a valid scenario name).
+OVERALL = "(overall)"
 
 
 class Side(OutputModel):
-    """One report's trials of one scenario (or pooled over the common scenarios)."""
+    """One report's trials of one scenario (or summed over the common scenarios)."""
 
     passed: int
     """Trials with verdict ``pass``."""
@@ -68,9 +83,10 @@ class Side(OutputModel):
     skipped: int
     """Trials with verdict ``skipped-budget`` (never ran)."""
     pass_rate: float
-    """``passed / graded`` (0 when nothing was graded)."""
+    """``passed / graded`` (0 when nothing was graded); in the overall row, the scenarios'
+    rates weighted as the overall difference weighs them (not ``passed / graded``)."""
     interval: tuple[float, float]
-    """Wilson score interval of ``passRate`` at the run's confidence."""
+    """Wilson score interval of ``passRate`` at the run's confidence (overall: MOVER)."""
 
 
 class Comparison(OutputModel):
@@ -91,7 +107,11 @@ class Comparison(OutputModel):
     verdict: ComparisonVerdict
     """``improved``, ``regressed``, ``unchanged`` or ``inconclusive``."""
     trials_needed: int | None
-    """For ``inconclusive``: graded trials per side that would likely decide, else null."""
+    """For ``inconclusive``: graded trials per side at which ``compare`` decides with 80%
+    power at the observed rates; null when decided, without graded trials on a side, or
+    when no count up to 200 per side would (see docs/statistics.md)."""
+    strata: int | None = None
+    """Overall row only: the scenarios it is stratified over (graded on both sides)."""
 
 
 class RunInfo(OutputModel):
@@ -134,19 +154,6 @@ class CompareSettings(OutputModel):
     """Always ``graded``: executed trials minus infra-errors."""
 
 
-class CompareWarning(OutputModel):
-    """A difference between the two runs that weakens the comparison."""
-
-    code: str
-    """Stable slug, e.g. ``compare-model-differs``."""
-    message: str
-    """What differs."""
-    base: str | None
-    """BASE's value, when it is one value."""
-    head: str | None
-    """HEAD's value, when it is one value."""
-
-
 class CompareResult(OutputModel):
     """The whole comparison: the ``compare --json`` document (see docs/cli.md)."""
 
@@ -163,7 +170,7 @@ class CompareResult(OutputModel):
     scenarios: dict[str, Comparison]
     """Per common scenario, by name (sorted)."""
     overall: Comparison | None
-    """Graded trials pooled over the common scenarios (null when there are none)."""
+    """Stratified over the common scenarios (null when there are none)."""
     added: dict[str, Side]
     """Scenarios only in HEAD."""
     removed: dict[str, Side]
@@ -175,6 +182,9 @@ class CompareResult(OutputModel):
     behaviour: BehaviourDeltas | None = None
     """Why scenarios changed: behaviour deltas from both runs' transcripts (the CLI adds
     them with :func:`atlante_eval.deltas.behaviour_deltas`; null when not computed)."""
+    decided_by: dict[str, list[str]]
+    """The rows that found a change, for ``regressed`` and ``improved``: scenario names, and
+    ``(overall)`` for the overall row. The headline and ``--fail-on`` read this."""
 
     def to_json(self) -> str:
         """Serialise as the stable ``--json`` document (2-space indent, trailing newline)."""
@@ -182,19 +192,7 @@ class CompareResult(OutputModel):
 
     def diagnostics(self) -> list[Diagnostic]:
         """The warnings as diagnostics for the terminal."""
-        return [warning(w.code, w.message, next=_WARNING_NEXT.get(w.code)) for w in self.warnings]
-
-
-_WARNING_NEXT = {
-    "compare-host-differs": "compare runs of the same host and version to isolate the harness",
-    "compare-model-differs": "compare runs of the same model to isolate the harness",
-    "compare-budget-differs": "compare runs with the same eval.budget to isolate the harness",
-    "compare-scenario-changed": "a changed scenario measures something else; rerun BASE on it",
-    "compare-partial-report": "rerun (or resume) the interrupted run before trusting the result",
-    "compare-shard-report": "merge the shards with `atlante-eval merge` and compare the result",
-    "compare-adaptive-differs": "trust the adaptive run's decisions (report.json adaptive); "
-    "see docs/statistics.md, 'compare after an adaptive run'",
-}
+        return [warning(w.code, w.message, next=WARNING_NEXT.get(w.code)) for w in self.warnings]
 
 
 def compare_reports(
@@ -227,8 +225,7 @@ def compare_reports(
         raise ValueError(f"margin must be in (0, 1], got {margin}")
     confidence = 1.0 - alpha
     common = sorted(set(base.scenarios) & set(head.scenarios))
-    pairs = _pairs(base, head, common, confidence)
-    raw = {key: _raw(b, h, confidence) for key, (b, h) in pairs.items()}
+    pairs, raw, strata = _pairs(base, head, common, confidence)
     family, adjusted = _family(pairs, raw, common, adjust)
     change_alpha = alpha / len(family) if adjust != "none" and len(family) > 1 else alpha
     decided = {
@@ -239,10 +236,13 @@ def compare_reports(
             alpha=alpha,
             margin=margin,
             change_alpha=change_alpha,
+            plan=key is not None or len(common) == 1,
         )
         for key in pairs
     }
     overall = decided.pop(None, None)
+    if overall is not None:
+        overall = overall.model_copy(update={"strata": strata})
     scenarios = {name: comparison for name, comparison in decided.items() if name is not None}
     added = sorted(set(head.scenarios) - set(base.scenarios))
     removed = sorted(set(base.scenarios) - set(head.scenarios))
@@ -266,28 +266,72 @@ def compare_reports(
         added={name: _side(head.scenarios[name], confidence) for name in added},
         removed={name: _side(base.scenarios[name], confidence) for name in removed},
         counts=_counts(scenarios, added=len(added), removed=len(removed)),
-        warnings=_warnings(base, head, common) + _adaptive_note(base, head, scenarios),
+        warnings=condition_warnings(base, head, common)
+        + adaptive_note(base, head, scenarios)
+        + power_note(scenarios, alpha=alpha, margin=margin, family=max(1, len(family))),
+        decided_by=decided_by(scenarios, overall),
     )
 
 
-#: A comparison's key: a scenario's name, or ``None`` for the pooled overall comparison.
+#: A comparison's key: a scenario's name, or ``None`` for the stratified overall comparison.
 _Key = str | None
 
 
 def _pairs(
     base: RunReport, head: RunReport, common: Sequence[str], confidence: float
-) -> dict[_Key, tuple[Side, Side]]:
-    """BASE's and HEAD's side of each common scenario, and pooled over them (key ``None``)."""
+) -> tuple[dict[_Key, tuple[Side, Side]], dict[_Key, ProportionComparison], int]:
+    """Each common scenario's sides and comparison, and the overall ones (key ``None``).
+
+    Also returns how many scenarios the overall row is stratified over.
+    """
     pairs: dict[_Key, tuple[Side, Side]] = {
         name: (_side(base.scenarios[name], confidence), _side(head.scenarios[name], confidence))
         for name in common
     }
+    raw: dict[_Key, ProportionComparison] = {
+        key: _raw(b, h, confidence) for key, (b, h) in pairs.items()
+    }
+    strata = 0
     if common:
-        pairs[None] = (
-            _pool([b for b, _ in pairs.values()], confidence),
-            _pool([h for _, h in pairs.values()], confidence),
-        )
-    return pairs
+        pairs[None], raw[None], strata = _overall(pairs, confidence)
+    return pairs, raw, strata
+
+
+def _overall(
+    pairs: Mapping[_Key, tuple[Side, Side]], confidence: float
+) -> tuple[tuple[Side, Side], ProportionComparison, int]:
+    """The overall sides and comparison, stratified by scenario (one scenario: its own)."""
+    sides = list(pairs.values())
+    found = stratified_comparison(
+        [Stratum(b.passed, b.graded, h.passed, h.graded) for b, h in sides],
+        confidence=confidence,
+    )
+    if len(sides) == 1:
+        only = sides[0]
+        return only, _raw(*only, confidence), found.strata
+    summed = (_sum([b for b, _ in sides], confidence), _sum([h for _, h in sides], confidence))
+    base = summed[0].model_copy(update={"pass_rate": found.rate1, "interval": found.interval1})
+    head = summed[1].model_copy(update={"pass_rate": found.rate2, "interval": found.interval2})
+    comparison = ProportionComparison(
+        rate1=found.rate1,
+        rate2=found.rate2,
+        difference=found.difference,
+        difference_interval=found.difference_interval,
+        p_value=found.p_value,
+        trials_needed=None,
+    )
+    return (base, head), comparison, found.strata
+
+
+def decided_by(
+    scenarios: Mapping[str, Comparison], overall: Comparison | None
+) -> dict[str, list[str]]:
+    """The rows that found each change: scenario names, and :data:`OVERALL`."""
+    rows = list(scenarios.items()) + ([(OVERALL, overall)] if overall is not None else [])
+    return {
+        change: [name for name, comparison in rows if comparison.verdict == change]
+        for change in ("regressed", "improved")
+    }
 
 
 def _family(
@@ -299,7 +343,7 @@ def _family(
     """The tests adjusted together, and their adjusted p-values.
 
     The family is each common scenario with graded trials on both sides, and the
-    pooled overall test when it is not just the one scenario's (then the overall
+    overall test when it is not just the one scenario's (then the overall
     takes that scenario's adjusted p-value).
     """
     family = [key for key, (b, h) in pairs.items() if b.graded and h.graded]
@@ -359,13 +403,14 @@ def _decide(
     alpha: float,
     margin: float,
     change_alpha: float,
+    plan: bool,
 ) -> Comparison:
     outcome = verdict(comparison, adjusted_p=adjusted_p, alpha=alpha, margin=margin)
     needed = (
         _trials_needed(
             comparison, base, head, alpha=alpha, change_alpha=change_alpha, margin=margin
         )
-        if outcome == "inconclusive"
+        if outcome == "inconclusive" and plan
         else None
     )
     return Comparison(
@@ -380,15 +425,20 @@ def _decide(
     )
 
 
+def gate_rows(result: CompareResult, fail_on: FailOn | None) -> list[str]:
+    """The rows that trip ``--fail-on``: regressed ones (or, for ``change``, any change).
+
+    Scenario names, and :data:`OVERALL` for the overall row; empty when the gate passes.
+    """
+    if fail_on is None:
+        return []
+    changes = ("regressed",) if fail_on == "regressed" else ("regressed", "improved")
+    return [row for change in changes for row in result.decided_by.get(change, [])]
+
+
 def gate_fails(result: CompareResult, fail_on: FailOn | None) -> bool:
     """Whether ``--fail-on`` trips: a regressed scenario or overall (or any change)."""
-    if fail_on is None:
-        return False
-    tripping = {"regressed"} if fail_on == "regressed" else {"regressed", "improved"}
-    verdicts = [c.verdict for c in result.scenarios.values()]
-    if result.overall is not None:
-        verdicts.append(result.overall.verdict)
-    return any(v in tripping for v in verdicts)
+    return bool(gate_rows(result, fail_on))
 
 
 def _side(result: ScenarioResult, confidence: float) -> Side:
@@ -403,7 +453,7 @@ def _side(result: ScenarioResult, confidence: float) -> Side:
     )
 
 
-def _pool(sides: Sequence[Side], confidence: float) -> Side:
+def _sum(sides: Sequence[Side], confidence: float) -> Side:
     return _make_side(
         passed=sum(s.passed for s in sides),
         graded=sum(s.graded for s in sides),
@@ -454,12 +504,11 @@ def _trials_needed(
     """Graded trials per side that would likely turn an inconclusive result into a verdict.
 
     An observed change of at least ``margin`` is planned as a change to confirm: the
-    trials to detect it at ``change_alpha`` (alpha shared out over the family). A
-    smaller one is planned as a change to rule out: the trials to detect a change of
-    ``margin`` around the mean rate at ``alpha`` (the interval is not adjusted). Both
-    use Fleiss's formula at :data:`PLANNING_POWER`, floored at the smallest count per
-    side at which the observed rates would meet the interval part of the rule (so the
-    answer always exceeds the trials already graded). None when a side has none.
+    trials at which ``compare`` decides it (at ``change_alpha``, alpha shared out over
+    the family) with :data:`PLANNING_POWER`. A smaller one is planned as a change to
+    rule out: the trials at which it says ``unchanged`` with that power. Both are
+    powers of the rule itself at the observed rates (:mod:`atlante_eval.stats.planning`),
+    searched from one more than the trials already graded. None when a side has none.
     """
     if not base.graded or not head.graded:
         return None
@@ -468,7 +517,7 @@ def _trials_needed(
         alpha=alpha,
         change_alpha=change_alpha,
         margin=margin,
-        change=abs(comparison.difference) >= margin,
+        change=abs(comparison.difference) >= margin - 1e-9,  # 9/10 - 10/10 is a 10-point change
         start=max(base.graded, head.graded) + 1,
     )
 
@@ -485,112 +534,3 @@ def _run_info(report: RunReport, path: str) -> RunInfo:
         started_at=meta.started_at,
         trials=meta.config.trials,
     )
-
-
-def _warnings(base: RunReport, head: RunReport, common: list[str]) -> list[CompareWarning]:
-    found: list[CompareWarning] = []
-
-    def differ(code: str, what: str, old: object, new: object) -> None:
-        if old != new:
-            found.append(
-                CompareWarning(
-                    code=code,
-                    message=f"the runs differ in {what}: BASE {_show(old)}, HEAD {_show(new)}",
-                    base=None if old is None else str(old),
-                    head=None if new is None else str(new),
-                )
-            )
-
-    b, h = base.meta, head.meta
-    differ("compare-host-differs", "host", b.host, h.host)
-    if b.host_version is not None and h.host_version is not None:
-        differ("compare-host-differs", "host version", b.host_version, h.host_version)
-    differ("compare-model-differs", "model", b.model, h.model)
-    for field, info in type(b.config).model_fields.items():
-        if field == "trials":  # a different trial count changes n, which the statistics use
-            continue
-        old, new = getattr(b.config, field), getattr(h.config, field)
-        differ("compare-budget-differs", f"budget {info.alias or field}", old, new)
-    # The definition digest covers only the scenario document and fixture. Reports
-    # without it fall back to the fingerprint, which also covers the harness, host,
-    # model and budget: it shows a scenario change only when those agree.
-    same_conditions = not found and b.manifest_digest == h.manifest_digest
-    changed = [
-        name
-        for name in common
-        if _scenario_changed(base.scenarios[name], head.scenarios[name], same_conditions)
-    ]
-    if changed:
-        found.append(
-            CompareWarning(
-                code="compare-scenario-changed",
-                message="scenario documents or fixtures differ between the runs: "
-                + ", ".join(changed),
-                base=None,
-                head=None,
-            )
-        )
-    for label, meta in (("BASE", b), ("HEAD", h)):
-        if meta.interrupted:
-            found.append(
-                CompareWarning(
-                    code="compare-partial-report",
-                    message=f"the {label} run was interrupted; its unfinished trials count "
-                    "as infra-errors and are not graded",
-                    base=None,
-                    head=None,
-                )
-            )
-        if meta.shard:
-            found.append(
-                CompareWarning(
-                    code="compare-shard-report",
-                    message=f"the {label} report is shard {meta.shard} of a run, not the whole run",
-                    base=None,
-                    head=None,
-                )
-            )
-    return found
-
-
-def _scenario_changed(old: ScenarioResult, new: ScenarioResult, same_conditions: bool) -> bool:
-    if old.definition and new.definition:
-        return old.definition != new.definition
-    if not (same_conditions and old.fingerprint and new.fingerprint):
-        return False
-    return old.fingerprint != new.fingerprint
-
-
-def _show(value: object) -> str:
-    return (
-        "(not recorded)" if value is None else repr(value) if isinstance(value, str) else str(value)
-    )
-
-
-def _adaptive_note(
-    base: RunReport, head: RunReport, scenarios: dict[str, Comparison]
-) -> list[CompareWarning]:
-    """Explain where ``compare`` differs from an adaptive HEAD run's own decisions on BASE."""
-    record = head.adaptive
-    if record is None or record.baseline_run_id != base.run_id:
-        return []
-    differing = [
-        f"{name} (run: {record.scenarios[name].decision}, compare: {comparison.verdict})"
-        for name, comparison in scenarios.items()
-        if name in record.scenarios
-        and record.scenarios[name].decision != "new"
-        and record.scenarios[name].decision != comparison.verdict
-    ]
-    if not differing:
-        return []
-    return [
-        CompareWarning(
-            code="compare-adaptive-differs",
-            message=f"HEAD is an adaptive run against this BASE that judged each of its "
-            f"{len(record.looks)} planned looks at alpha/{len(record.looks)}; compare judges "
-            "the final counts as a single look, which is not valid after optional stopping, "
-            "and differs on " + ", ".join(differing),
-            base=None,
-            head=None,
-        )
-    ]

@@ -86,6 +86,8 @@ class ScenarioLooked:
     """BASE pass rate."""
     stopped: AdaptiveStop | None
     """Why the scenario gets no more trials, or None when it continues."""
+    max_trials: int | None = None
+    """The run's ``--max-trials`` (for ``undecidable within N trials``)."""
 
 
 @dataclass(frozen=True, slots=True)

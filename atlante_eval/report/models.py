@@ -21,6 +21,7 @@ __all__ = [
     "Activity",
     "AdaptiveDecision",
     "AdaptiveLook",
+    "AdaptiveOverall",
     "AdaptiveRecord",
     "AdaptiveScenario",
     "AdaptiveStop",
@@ -407,7 +408,13 @@ class CleanupFailure(OutputModel):
 AdaptiveDecision = Literal["improved", "regressed", "unchanged", "inconclusive", "new"]
 #: Why an adaptive run stopped adding trials to a scenario.
 AdaptiveStop = Literal[
-    "decided", "max-trials", "max-sessions", "max-cost", "fixed-count", "interrupted"
+    "decided",
+    "undecidable",
+    "max-trials",
+    "max-sessions",
+    "max-cost",
+    "fixed-count",
+    "interrupted",
 ]
 
 
@@ -427,9 +434,13 @@ class AdaptiveLook(OutputModel):
     p_value: float
     """Two-sided Fisher exact p-value of this look."""
     adjusted_p: float
-    """``pValue`` times the planned looks and the family size, capped at 1."""
+    """``pValue`` scaled to alpha: ``pValue * alpha / criticalP`` (``exact-pocock``) or
+    ``pValue`` times the planned looks and the family size (``bonferroni-looks``), capped
+    at 1; a change needs it at most alpha."""
     verdict: Literal["improved", "regressed", "unchanged", "inconclusive"]
     """The verdict rule at this look."""
+    decidable: float | None = None
+    """Chance of a decision at a later look, when this look decided nothing (futility)."""
 
 
 class AdaptiveScenario(OutputModel):
@@ -453,13 +464,40 @@ class AdaptiveScenario(OutputModel):
     """Trials a fixed-count run would need for the same decision (``compare``'s planning)."""
     compare_verdict: Literal["improved", "regressed", "unchanged", "inconclusive"] | None = None
     """``compare``'s one-look verdict on the final counts (null for ``new``)."""
+    critical_p: float | None = None
+    """The design's critical Fisher p-value for this baseline size (null for ``new``)."""
+    look_confidence: float | None = None
+    """Confidence of this scenario's look intervals (the unchanged rule; null for ``new``)."""
+
+
+class AdaptiveOverall(OutputModel):
+    """The stratified overall row of an adaptive run: ``compare``'s, on the final counts."""
+
+    base_rate: float
+    """BASE's pass rate, weighted over the scenarios (Mantel-Haenszel weights)."""
+    head_rate: float
+    """HEAD's pass rate with the same weights."""
+    difference: float
+    """``headRate - baseRate``."""
+    interval: tuple[float, float]
+    """Interval of the difference at ``1 - alpha`` (MOVER over the scenarios' Wilson intervals)."""
+    p_value: float
+    """Exact stratified (conditional) test of no difference in any scenario."""
+    adjusted_p: float
+    """``pValue`` adjusted as ``compare`` adjusts it (Holm over the family)."""
+    verdict: Literal["improved", "regressed", "unchanged", "inconclusive"]
+    """``compare``'s verdict of the overall row."""
+    scenarios: int
+    """Scenarios in the row (common to both runs, graded on both sides)."""
 
 
 class AdaptiveRecord(OutputModel):
     """The decision record of ``run --until-decided`` (additive; see docs/report.md)."""
 
-    method: Literal["bonferroni-looks"]
-    """Group-sequential design: alpha spent evenly over the planned looks."""
+    method: Literal["exact-pocock", "bonferroni-looks"]
+    """``exact-pocock``: the same critical values at every look, calibrated exactly to
+    alpha (docs/statistics.md); ``bonferroni-looks``: alpha spent evenly over the planned
+    looks (reports of earlier versions)."""
     baseline: str
     """The BASE report that was read."""
     baseline_run_id: str
@@ -473,7 +511,10 @@ class AdaptiveRecord(OutputModel):
     looks: list[int]
     """Planned looks: HEAD trial counts, first to ``maxTrials``."""
     look_confidence: float
-    """Confidence of each look's interval: ``1 - alpha / len(looks)``."""
+    """Confidence of the look intervals: the lowest over the scenarios (``exact-pocock``), or
+    ``1 - alpha / len(looks)`` (``bonferroni-looks``)."""
+    futility: float | None = None
+    """A scenario stops ``undecidable`` when the chance of any later decision is below this."""
     min_trials: int
     """Trials at the first look."""
     max_trials: int
@@ -497,6 +538,8 @@ class AdaptiveRecord(OutputModel):
     """``fixedTrials - trialsUsed``."""
     compare_agrees: bool
     """Whether ``compare`` on the final counts makes every decision the run made."""
+    overall: AdaptiveOverall | None = None
+    """The stratified overall row on the final counts (null with fewer than two scenarios)."""
 
 
 class ShardLoad(OutputModel):

@@ -13,6 +13,7 @@ count once and are reported ``new``. Trials keep their plan order per scenario
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from ..project.config import Project
 from ..report import (
     AdaptiveDecision,
     AdaptiveLook,
+    AdaptiveOverall,
     AdaptiveRecord,
     AdaptiveScenario,
     AdaptiveStop,
@@ -38,9 +40,12 @@ from ..report import (
     report_path,
     statistics_of,
 )
-from ..report.compare import compare_reports
+from ..report.compare import Comparison, compare_reports
+from ..report.compare_notes import DETECT_POINTS
+from ..stats.futility import FUTILITY
+from ..stats.operating import adaptive_detectable_drop, baseline_needed
 from ..stats.planning import fixed_trials
-from ..stats.sequential import SequentialDesign, assess, look_schedule
+from ..stats.sequential import METHOD, SequentialDesign, assess, boundaries, look_schedule
 from .engine import Engine
 from .options import RunOptions
 
@@ -202,6 +207,7 @@ class AdaptiveDriver:
                     next="pass the baseline report of the same suite (--against)",
                 )
             )
+        found.extend(self._power_notice())
         changed = sorted(name for name, track in self.tracks.items() if track.changed)
         if changed:
             found.append(
@@ -214,6 +220,43 @@ class AdaptiveDriver:
                 )
             )
         return found
+
+    def _power_notice(self) -> list[Diagnostic]:
+        """Say when the baseline's trials cannot detect a drop of 30 points (80% power)."""
+        sizes = Counter(track.base[1] for track in self.tracks.values() if track.base)
+        if not sizes:
+            return []
+        baseline, count = min(sizes.items(), key=lambda item: (-item[1], item[0]))
+        design = self.design
+        drop = adaptive_detectable_drop(design, baseline)
+        if drop is not None and drop <= DETECT_POINTS:
+            return []
+        needed = baseline_needed(design, drop=DETECT_POINTS, start=baseline + 1)
+        what = (
+            "cannot detect any drop, not even 100% -> 0%"
+            if drop is None
+            else f"can detect only drops of {drop} points or more"
+        )
+        where = (
+            f"at least {needed} are needed to detect a {DETECT_POINTS}-point drop"
+            if needed is not None
+            else f"no baseline detects a {DETECT_POINTS}-point drop that often within "
+            f"--max-trials {design.looks[-1]}: raise --max-trials"
+        )
+        return [
+            warning(
+                "adaptive-baseline-underpowered",
+                f"the baseline's {baseline} trials per scenario ({count} of "
+                f"{len(self.tracks)} scenarios) {what} (from 100%, with 80% power, up to "
+                f"{design.looks[-1]} HEAD trials, alpha {design.alpha:g}"
+                + (f" over {design.family} tests" if design.family > 1 else "")
+                + f"); {where}",
+                source=self.settings.baseline_path,
+                next=f"rerun the baseline with --trials {needed}"
+                if needed is not None
+                else "raise --max-trials, or accept that only large drops are found",
+            )
+        ]
 
     def first_wave(self) -> dict[str, int]:
         """Target trial counts of the first wave, by scenario."""
@@ -248,6 +291,7 @@ class AdaptiveDriver:
             base_graded=track.base[1],
             passed=passed,
             graded=len(graded),
+            look=track.target,
         )
         record = AdaptiveLook(
             trials=sum(1 for t in trials if t.verdict != "skipped-budget"),
@@ -258,11 +302,12 @@ class AdaptiveDriver:
             p_value=look.p_value,
             adjusted_p=look.adjusted_p,
             verdict=look.verdict,
+            decidable=None if look.decidable is None else round(look.decidable, 6),
         )
         track.looks.append(record)
         track.decision = look.verdict
-        if look.verdict != "inconclusive":
-            track.stopped = "decided"
+        if look.stop is not None:
+            track.stopped = look.stop
         elif track.target >= self.design.looks[-1]:
             track.stopped = "max-trials"
         return record
@@ -271,7 +316,9 @@ class AdaptiveDriver:
         """The progress event of a look, with the scenario's state after it."""
         track = self.tracks[name]
         base = track.base or (0, 1)
-        return ScenarioLooked(name, look, base[0] / base[1], track.stopped)
+        return ScenarioLooked(
+            name, look, base[0] / base[1], track.stopped, max_trials=self.design.looks[-1]
+        )
 
     def stop_all(self, reason: AdaptiveStop) -> list[str]:
         """Stop every scenario still going; returns their names."""
@@ -292,6 +339,7 @@ class AdaptiveDriver:
             result = report.scenarios.get(name)
             ran = statistics_of(result).executed if result is not None else 0
             comparison = compared.scenarios.get(name)
+            bounds = boundaries(self.design, track.base[1]) if track.base else None
             scenarios[name] = AdaptiveScenario(
                 baseline_passed=track.base[0] if track.base else None,
                 baseline_graded=track.base[1] if track.base else None,
@@ -304,6 +352,8 @@ class AdaptiveDriver:
                 compare_verdict=comparison.verdict
                 if comparison is not None and track.base is not None
                 else None,
+                critical_p=bounds.critical_p if bounds else None,
+                look_confidence=bounds.look_confidence if bounds else None,
             )
         used = sum(s.trials for s in scenarios.values())
         # One --trials count for every scenario: the most any scenario's decision needs.
@@ -318,15 +368,17 @@ class AdaptiveDriver:
         agrees = all(
             s.decision == "new" or s.decision == s.compare_verdict for s in scenarios.values()
         )
+        confidences = [s.look_confidence for s in scenarios.values() if s.look_confidence]
         return AdaptiveRecord(
-            method="bonferroni-looks",
+            method=METHOD,
             baseline=settings.baseline_path,
             baseline_run_id=settings.baseline.run_id,
             alpha=settings.alpha,
             margin=settings.margin,
             family_size=self.design.family,
             looks=list(self.design.looks),
-            look_confidence=self.design.look_confidence,
+            look_confidence=min(confidences, default=1.0 - settings.alpha),
+            futility=FUTILITY,
             min_trials=self.design.looks[0],
             max_trials=self.design.looks[-1],
             new_trials=settings.fixed_count,
@@ -338,6 +390,7 @@ class AdaptiveDriver:
             fixed_trials=fixed,
             saving=fixed - used,
             compare_agrees=agrees,
+            overall=_overall(compared.overall),
         )
 
     def decorate(self, report: RunReport) -> RunReport:
@@ -369,6 +422,22 @@ class AdaptiveDriver:
             margin=self.settings.margin,
             family=self.design.family,
         )
+
+
+def _overall(row: Comparison | None) -> AdaptiveOverall | None:
+    """``compare``'s stratified overall row, when it is more than one scenario's row."""
+    if row is None or row.strata is None or row.strata < 2:
+        return None
+    return AdaptiveOverall(
+        base_rate=row.base.pass_rate,
+        head_rate=row.head.pass_rate,
+        difference=row.difference,
+        interval=row.difference_interval,
+        p_value=row.p_value,
+        adjusted_p=row.adjusted_p,
+        verdict=row.verdict,
+        scenarios=row.strata,
+    )
 
 
 #: Runs one wave: the plan positions to run (reused trials included).

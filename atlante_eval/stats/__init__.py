@@ -1,11 +1,15 @@
 """Statistics of pass/fail trials, with no knowledge of reports or runs.
 
 :mod:`.proportions`: pass rates, Wilson intervals, exact two-sample tests, pass@k
-and pass^k, multiplicity adjustments. :mod:`.planning`: the trials per side a
-decision would likely need. :mod:`.ranks`: the exact rank-sum test of per-trial
-counts and amounts. :mod:`.sequential`: the adaptive design's looks and
-decisions; :mod:`.simulation` checks its error rates. Only :mod:`.proportions` is
-re-exported here: the others load with the first comparison or adaptive run.
+and pass^k, multiplicity adjustments. :mod:`.stratified`: the overall row across
+scenarios; :mod:`.planning`: trials needed at the real target power;
+:mod:`.ranks`: the exact rank-sum test of per-trial counts and amounts.
+:mod:`.sequential`: the adaptive design's looks and decisions, calibrated exactly
+by :mod:`.boundaries` over every outcome (:mod:`.exact`), with futility stops
+(:mod:`.futility`); :mod:`.operating` computes its error rates, power and
+expected trials exactly, and :mod:`.simulation` replays it. Only
+:mod:`.proportions` is re-exported here: the rest loads with ``compare`` or the
+first adaptive run.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""Operating characteristics of the adaptive stopping rule, by simulation and exact sums.
+"""The adaptive stopping rule by simulation, and the exact power of a one-look ``compare``.
 
 :func:`simulate` replays the rule of :mod:`atlante_eval.stats.sequential` (the same
 :func:`~atlante_eval.stats.sequential.assess` an adaptive run calls) over many seeded
-runs with known pass probabilities; :func:`fixed_power` is the exact power of a
-one-look ``compare`` at a fixed trial count, and :func:`fixed_trials_for_power`
-the smallest fixed count that matches a given power. ``python -m bench
-sequential`` prints the figures recorded in docs/statistics.md.
+runs with known pass probabilities: an independent check of the exact figures of
+:mod:`.operating`, which the tests compare. :func:`fixed_power` is the exact power
+of a one-look ``compare`` at a fixed trial count, and :func:`fixed_trials_for_power`
+the smallest fixed count that matches a given power.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ class Simulation:
     runs: int
     """Simulated runs."""
     decisions: dict[str, int]
-    """Runs per final decision."""
+    """Runs per final decision (``undecidable``: stopped for futility)."""
     mean_trials: float
     """Mean HEAD trials used per run."""
 
-    def rate(self, *verdicts: ComparisonVerdict) -> float:
+    def rate(self, *verdicts: str) -> float:
         """Share of runs that ended in one of ``verdicts``."""
         return sum(self.decisions.get(v, 0) for v in verdicts) / self.runs
 
@@ -53,8 +53,8 @@ def simulate(
 ) -> Simulation:
     """Run the stopping rule ``runs`` times: a fresh baseline, then HEAD look by look.
 
-    With ``naive``, each look is judged as a one-look ``compare`` (nothing spent per
-    look): the procedure the design replaces, whose error rate optional stopping inflates.
+    With ``naive``, each look is judged by a design calibrated for one look only (no
+    allowance for the others): optional stopping then inflates its error rate.
     """
     judge = (
         SequentialDesign(
@@ -72,14 +72,20 @@ def simulate(
     for _ in range(runs):
         base = _binomial(rng, base_trials, base_rate)
         passed = done = 0
-        outcome: ComparisonVerdict = "inconclusive"
+        outcome = "inconclusive"
         for look in design.looks:
             passed += _binomial(rng, look - done, head_rate)
             done = look
-            outcome = assess(
-                judge, base_passed=base, base_graded=base_trials, passed=passed, graded=done
-            ).verdict
-            if outcome != "inconclusive":
+            judged = assess(
+                judge,
+                base_passed=base,
+                base_graded=base_trials,
+                passed=passed,
+                graded=done,
+                look=look,
+            )
+            outcome = "undecidable" if judged.stop == "undecidable" else judged.verdict
+            if judged.stop is not None:
                 break
         decisions[outcome] += 1
         used += done

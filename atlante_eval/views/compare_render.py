@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from ..report.compare import CompareResult, Comparison, RunInfo, Side
+from ..choices import FailOn
+from ..report.compare import OVERALL, CompareResult, Comparison, RunInfo, Side, gate_rows
+from ..stats.planning import EXACT_LIMIT
 from .deltas_render import deltas_markdown, deltas_text
 
-__all__ = ["render_markdown", "render_text"]
+__all__ = ["gate_line", "headline", "render_markdown", "render_text"]
 
 _ADJUST_LABEL = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "unadjusted"}
 _ANSI = {"improved": "\x1b[32m", "regressed": "\x1b[31m", "inconclusive": "\x1b[33m"}
@@ -45,7 +47,7 @@ def render_text(result: CompareResult, *, color: bool = False) -> str:
     for name, comparison in result.scenarios.items():
         rows.append(_text_row(name, comparison))
     if result.overall is not None:
-        rows.append(_text_row("overall (pooled)", result.overall))
+        rows.append(_text_row("overall (stratified)", result.overall))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     for index, row in enumerate(rows):
         cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
@@ -67,32 +69,60 @@ def render_text(result: CompareResult, *, color: bool = False) -> str:
             lines.extend(f"  {name}  {_side_text(side)}" for name, side in group.items())
     if result.behaviour is not None:
         lines += deltas_text(result.behaviour)
-    counts = result.counts
     lines.append("")
-    lines.append(
-        " · ".join(
-            f"{counts[key]} {key}"
-            for key in ("regressed", "improved", "unchanged", "inconclusive", "added", "removed")
-            if counts[key] or key in ("regressed", "improved")
-        )
-    )
+    lines.append(headline(result))
     text = "\n".join(lines)
     return text.replace(_DENOMINATOR, f"{_GRAY}{_DENOMINATOR}{_RESET}") if color else text
+
+
+def headline(result: CompareResult, *, icons: bool = False) -> str:
+    """Scenarios per verdict, then the overall row's verdict: what ``--fail-on`` reads.
+
+    ``0 regressed · 1 improved · 3 inconclusive · overall (stratified): regressed``.
+    """
+    counts = result.counts
+    keys: tuple[str, ...] = ("regressed", "improved", "unchanged", "inconclusive")
+    if not icons:
+        keys += ("added", "removed")
+    parts = [
+        f"{_ICON[key] + ' ' if icons else ''}{counts[key]} {key}"
+        for key in keys
+        if counts[key] or key in ("regressed", "improved")
+    ]
+    if result.overall is not None and len(result.scenarios) > 1:
+        verdict = result.overall.verdict
+        parts.append(f"overall (stratified): {_ICON[verdict] + ' ' if icons else ''}{verdict}")
+    return " · ".join(parts)
+
+
+def gate_line(result: CompareResult, fail_on: FailOn, *, rows: list[str] | None = None) -> str:
+    """What ``--fail-on`` decided and which rows decided it.
+
+    ``rows``: the rows that trip the gate when it judged a different comparison (the
+    history's gate leaves quarantined scenarios out); by default, this one's.
+    """
+    rows = gate_rows(result, fail_on) if rows is None else rows
+    if not rows:
+        what = "regressed" if fail_on == "regressed" else "changed"
+        return f"--fail-on {fail_on}: passes (no scenario and not the overall row {what})"
+    named = [
+        f"the overall row (stratified over {result.overall.strata} scenarios)"
+        if row == OVERALL and result.overall is not None
+        else "the overall row"
+        if row == OVERALL
+        else f"scenario {row}"
+        for row in dict.fromkeys(rows)
+    ]
+    return f"--fail-on {fail_on}: fails (exit 1), decided by " + ", ".join(named)
 
 
 def render_markdown(result: CompareResult) -> str:
     """Return a GitHub-flavoured Markdown summary (step summary or PR comment)."""
     settings = result.settings
     percent = f"{settings.confidence:.0%}"
-    counts = result.counts
-    headline = " · ".join(
-        f"{_ICON[key]} {counts[key]} {key}"
-        for key in ("regressed", "improved", "unchanged", "inconclusive")
-        if counts[key] or key in ("regressed", "improved")
-    )
     adjust = _ADJUST_LABEL[settings.adjust]
     lines = [
-        f"### atlante-eval compare: {headline}",
+        f"### atlante-eval compare: {headline(result, icons=True)}",
         "",
         f"BASE `{result.base.run_id}` → HEAD `{result.head.run_id}` · "
         + " · ".join(f"{line}" for line in _identity_lines(result.base, result.head, md=True)),
@@ -103,7 +133,7 @@ def render_markdown(result: CompareResult) -> str:
     for name, comparison in result.scenarios.items():
         lines.append(_md_row(f"`{_md_escape(name)}`", comparison))
     if result.overall is not None:
-        lines.append(_md_row("**overall (pooled)**", result.overall))
+        lines.append(_md_row("**overall (stratified)**", result.overall))
     if not result.scenarios:
         lines.append("| _no scenario in both reports_ | | | | | |")
     for label, group in (
@@ -125,8 +155,9 @@ def render_markdown(result: CompareResult) -> str:
         f"{adjust}-adjusted over {settings.family_size} test"
         f"{'s' if settings.family_size != 1 else ''} at alpha = {settings.alpha:g}; "
         f"*unchanged* means the whole {percent} interval of the change lies within "
-        f"±{settings.margin * 100:g} points. *overall* pools the graded trials of the "
-        "scenarios in both reports.",
+        f"±{settings.margin * 100:g} points. *overall* compares each scenario in both "
+        "reports only with itself (exact stratified test, Mantel-Haenszel weighted rates), "
+        "so scenarios with different trial counts in the two runs cannot mislead it.",
     ]
     for item in result.warnings:
         lines += ["", f"> **Warning** `{item.code}`: {_md_escape(item.message)}"]
@@ -222,6 +253,8 @@ def _verdict_text(comparison: Comparison) -> str:
     if comparison.verdict != "inconclusive":
         return comparison.verdict
     if comparison.trials_needed is None:
+        if comparison.base.graded and comparison.head.graded:
+            return f"inconclusive (over {EXACT_LIMIT} graded trials/side needed)"
         return "inconclusive (no graded trials)"
     return f"inconclusive (~{comparison.trials_needed} graded trials/side needed)"
 
