@@ -565,13 +565,17 @@ def test_quarantine_is_ignored_by_the_gate_until_it_expires(
                 "verdict": "regressed",
             }
         ],
+        "decidedBy": [],
     }
+    assert "--fail-on regressed: passes" in held.stderr
     # An expired quarantine ends by itself: yesterday's last day no longer holds.
     store.release("flake")
     store.quarantine("flake", reason="old", until=today - timedelta(days=1))
     assert store.quarantined() == {}
     assert [q.active for q in store.quarantines(everything=True)] == [False, False]
-    assert invoke("compare", base, head, *gate).exit_code == 1
+    tripped = invoke("compare", base, head, *gate)
+    assert tripped.exit_code == 1
+    assert "--fail-on regressed: fails (exit 1), decided by scenario flake" in tripped.stderr
     listed = invoke("history", "quarantine", "list", "--all", "--history", store_url)
     assert "(expired)" in listed.stdout
     assert "(removed)" in listed.stdout
