@@ -392,7 +392,7 @@ def test_json_shape_is_stable(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     assert list(doc) == [
         "formatVersion", "base", "head", "harnessChanged", "settings", "scenarios",
-        "overall", "added", "removed", "counts", "warnings", "behaviour", "decidedBy",
+        "overall", "added", "removed", "counts", "warnings", "decidedBy", "behaviour",
     ]  # fmt: skip
     assert doc["formatVersion"] == 1
     assert list(doc["behaviour"]) == ["alpha", "baseDir", "headDir", "scenarios"]

@@ -179,12 +179,12 @@ class CompareResult(OutputModel):
     """Scenarios per verdict, plus ``added`` and ``removed``."""
     warnings: list[CompareWarning]
     """Differences in conditions between the runs; the comparison was still made."""
-    behaviour: BehaviourDeltas | None = None
-    """Why scenarios changed: behaviour deltas from both runs' transcripts (the CLI adds
-    them with :func:`atlante_eval.deltas.behaviour_deltas`; null when not computed)."""
     decided_by: dict[str, list[str]]
     """The rows that found a change, for ``regressed`` and ``improved``: scenario names, and
     ``(overall)`` for the overall row. The headline and ``--fail-on`` read this."""
+    behaviour: BehaviourDeltas | None = None
+    """Why scenarios changed: behaviour deltas from both runs' transcripts (the CLI adds
+    them with :func:`atlante_eval.deltas.behaviour_deltas`; null when not computed)."""
 
     def to_json(self) -> str:
         """Serialise as the stable ``--json`` document (2-space indent, trailing newline)."""
