@@ -60,7 +60,7 @@ BehaviourCheckType = Literal[
     "transcript-contains",
 ]
 #: The check types a scenario may use: the one key of every per-check table
-#: (``scenarios.AnyCheck``'s members, ``checks.CHECK_KINDS``, the selftest summaries).
+#: (``scenarios.AnyCheck``'s members and ``checks.CHECK_KINDS``, which says everything a type does).
 CheckType = Literal[CoreCheckType, BehaviourCheckType]
 #: The reference's v0.1 scenario schema: the six core checks only.
 SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any, get_args
 
 import pytest
 
 from atlante_eval import CheckResult, TrialResult
 from atlante_eval._util.terminal import printable, shorten
+from atlante_eval.checks import CHECK_KINDS
+from atlante_eval.choices import CheckType
 from atlante_eval.report import MetaConfig, summarize
 from atlante_eval.views.causes import (
     CAUSE_WIDTH,
@@ -110,6 +114,22 @@ def test_fail_cause_names_checks_by_index_type_and_first_evidence_line() -> None
 def test_evidence_line_per_check_type(result: CheckResult, line: str) -> None:
     """Each check type's evidence reads as one line."""
     assert evidence_line(result) == line
+
+
+def test_every_check_type_is_worded_by_its_registry_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The failure line comes from the type's CHECK_KINDS entry; an unknown type shows JSON."""
+
+    def line_of(name: str) -> Callable[[Mapping[str, Any]], str]:
+        return lambda _evidence: f"line of {name}"
+
+    for name, kind in list(CHECK_KINDS.items()):
+        monkeypatch.setitem(CHECK_KINDS, name, dataclasses.replace(kind, line=line_of(name)))
+    for name in get_args(CheckType):
+        assert evidence_line(check(0, name, path="a")) == f"line of {name}"
+    assert evidence_line(check(0, "future-check", path="a", n=1)) == '{"path": "a", "n": 1}'
+    assert evidence_line(check(0, "file-exists", cause="boom\nmore")) == "boom"
 
 
 def test_untrusted_text_is_escaped_and_shortened() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -430,7 +431,7 @@ def test_unreadable_file_is_an_error_and_later_checks_still_run() -> None:
         "import json, sys\n"
         "from pathlib import Path\n"
         "import anyio\n"
-        "from atlante_eval.checks.core import CheckContext, run_checks\n"
+        "from atlante_eval.checks import CheckContext, run_checks\n"
         "from atlante_eval.trial.gitops import Changes\n"
         "from atlante_eval.project.scenarios import FileExistsCheck, FileUnchangedCheck\n"
         "checks = [FileUnchangedCheck(type='file-unchanged', path='README.md'),\n"
@@ -625,16 +626,14 @@ async def test_an_unexpected_exception_in_one_check_is_an_error(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bug inside one check becomes that check's error; the next check still runs."""
-    from atlante_eval.checks import core as checks_module
+    from atlante_eval.checks import CHECK_KINDS
+    from atlante_eval.checks.context import Outcome
 
-    async def broken(*_args: object) -> checks_module.Outcome:
+    async def broken(*_args: object) -> Outcome:
         raise ValueError("kaboom")
 
-    monkeypatch.setitem(
-        checks_module.CHECK_KINDS,
-        "file-contains",
-        checks_module.CheckKind(FileContainsCheck, broken),
-    )
+    kind = dataclasses.replace(CHECK_KINDS["file-contains"], run=broken)
+    monkeypatch.setitem(CHECK_KINDS, "file-contains", kind)
     results = await run_checks(
         [
             FileContainsCheck(type="file-contains", path="README.md", pattern="x"),

@@ -8,7 +8,7 @@ from typing import get_args
 import pytest
 
 from atlante_eval._util.endpoints import Endpoint
-from atlante_eval.checks.core import CHECK_KINDS
+from atlante_eval.checks import CHECK_KINDS
 from atlante_eval.choices import CheckType, CoreCheckType, HostName
 from atlante_eval.hosts import HOST_FACTORIES, SessionUsage, model_endpoints
 from atlante_eval.hosts.session import CliHost
@@ -16,7 +16,6 @@ from atlante_eval.project import AnyCheck
 from atlante_eval.project.native import NATIVE_HOSTS
 from atlante_eval.project.scenarios import Check
 from atlante_eval.project.validation import CHECK_TAGS
-from atlante_eval.selftest.findings import CHECK_WORDING
 from atlante_eval.views.formats import (
     COMPARE_WRITERS,
     RUN_REPORT_WRITERS,
@@ -76,17 +75,14 @@ def test_the_project_config_accepts_exactly_the_host_names() -> None:
 
 
 def test_check_tables_have_exactly_the_check_types() -> None:
-    """The check union, its runners, selftest wording and the validation tags agree."""
+    """The check union, the check registry and the validation tags agree."""
     types = set(get_args(CheckType))
     assert _union_tags() == types
     assert _union_tags(Check) == set(get_args(CoreCheckType))
     assert set(CHECK_KINDS) == types
-    assert set(CHECK_WORDING) == types
     assert types == CHECK_TAGS
     for tag, kind in CHECK_KINDS.items():
         assert get_args(kind.model.model_fields["type"].annotation) == (tag,)
-    for tag, wording in CHECK_WORDING.items():
-        assert wording.model is CHECK_KINDS[tag].model
 
 
 def test_writer_tables_have_exactly_their_formats() -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
 
-__all__ = ["printable", "safe_diagnostic", "shorten", "use_color"]
+__all__ = ["first_line", "printable", "safe_diagnostic", "shorten", "use_color"]
 
 # C0 controls (newline and tab handled apart), DEL, C1 controls, the Unicode
 # bidirectional overrides and isolates that reorder what a terminal shows, and
@@ -61,3 +61,11 @@ def shorten(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     return text[: max(0, width - 1)].rstrip() + "…"
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text`` (stripped), or ``""``."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

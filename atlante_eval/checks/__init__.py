@@ -1,19 +1,24 @@
 """Grading: the check types, the context they run in, and their registry.
 
-:mod:`.core` runs a scenario's checks on a sandbox (file, diff and command
-checks, and the registry by check type); :mod:`.behaviour` grades the transcript
-(skills, subagents, tools, turns).
+:mod:`.registry` holds :data:`~.registry.CHECK_KINDS`, one entry per check type
+(how it runs, how its failure reads, how it is named), and :func:`run_checks`.
+The types themselves live in :mod:`.files` (the file and diff checks),
+:mod:`.command` and :mod:`.behaviour` (verdicts over the transcript);
+:mod:`.context` is what a check runs with, :mod:`.wording` the text helpers they share.
 """
 
 from __future__ import annotations
 
-from .behaviour import NO_TRANSCRIPT, failure_summary, read_transcript
-from .core import CheckContext, ignore_matcher, run_checks
+from .behaviour import NO_TRANSCRIPT, read_transcript
+from .context import CheckContext, ignore_matcher
+from .registry import CHECK_KINDS, CheckKind, check_kind, run_checks
 
 __all__ = [
+    "CHECK_KINDS",
     "NO_TRANSCRIPT",
     "CheckContext",
-    "failure_summary",
+    "CheckKind",
+    "check_kind",
     "ignore_matcher",
     "read_transcript",
     "run_checks",

@@ -40,26 +40,42 @@ from ..transcript import (
     UsageEntry,
     parse_transcript,
 )
+from .context import CheckContext, Evidence, Outcome
+from .wording import evidence_json
 
 if TYPE_CHECKING:
-    from ..report import CheckVerdict, TrialFiles
-    from .context import CheckContext
+    from ..report import TrialFiles
 
 __all__ = [
     "EVIDENCE_ENTRIES",
     "NO_TRANSCRIPT",
     "MatchOutcome",
-    "failure_summary",
+    "count_detail",
+    "json_detail",
     "max_tool_calls",
+    "max_tool_calls_label",
+    "max_tool_calls_line",
     "max_turns",
+    "max_turns_label",
+    "max_turns_line",
     "over_transcript",
     "pattern_search",
     "read_transcript",
+    "skill_label",
+    "skill_line",
     "skill_used",
+    "subagent_label",
+    "subagent_line",
     "subagent_used",
+    "tool_label",
     "tool_not_used",
+    "tool_not_used_line",
     "tool_used",
+    "tool_used_line",
     "transcript_contains",
+    "transcript_contains_detail",
+    "transcript_contains_label",
+    "transcript_contains_line",
     "usable_transcript",
 ]
 
@@ -72,7 +88,6 @@ NO_TRANSCRIPT = "the host produced no usable transcript"
 #: Largest transcript read for grading: the writer's cap, and room for its final entries.
 _MAX_TRANSCRIPT_BYTES = 16 * 1024 * 1024
 
-_Outcome = tuple["CheckVerdict", dict[str, Any]]
 #: Entries that only a host's own stream produces (a bare header is not a transcript).
 _HOST_ENTRIES = (
     SessionStartEntry,
@@ -143,7 +158,7 @@ def _call(call: ToolCallEntry) -> dict[str, Any]:
     return described
 
 
-def _uncertain(dropped: int, evidence: dict[str, Any]) -> _Outcome:
+def _uncertain(dropped: int, evidence: dict[str, Any]) -> Outcome:
     """Judge ``error``: ``dropped`` entries were cut, so what they held cannot be known."""
     return "error", {
         **evidence,
@@ -155,7 +170,7 @@ def _uncertain(dropped: int, evidence: dict[str, Any]) -> _Outcome:
 
 def _bounded(
     count: int, minimum: int, maximum: int | None, dropped: int, evidence: dict[str, Any]
-) -> _Outcome:
+) -> Outcome:
     """Judge ``minimum <= count <= maximum``; the count is a lower bound when entries dropped."""
     evidence = {**evidence, "count": count, "min": minimum}
     if maximum is not None:
@@ -191,7 +206,7 @@ def _named(
     available_field: str,
     minimum: int,
     maximum: int | None,
-) -> _Outcome:
+) -> Outcome:
     found = [e for e in entries if isinstance(e, entry_type)]
     matches = [e for e in found if e.name == wanted]
     evidence: dict[str, Any] = {
@@ -211,7 +226,7 @@ def _named(
     return _bounded(len(matches), minimum, maximum, _dropped(entries), evidence)
 
 
-def skill_used(check: SkillUsedCheck, entries: Sequence[TranscriptEntry]) -> _Outcome:
+def skill_used(check: SkillUsedCheck, entries: Sequence[TranscriptEntry]) -> Outcome:
     """Count the skill entries naming ``check.skill``."""
     verdict, evidence = _named(
         entries,
@@ -225,7 +240,7 @@ def skill_used(check: SkillUsedCheck, entries: Sequence[TranscriptEntry]) -> _Ou
     return verdict, {"skill": check.skill, **evidence}
 
 
-def subagent_used(check: SubagentUsedCheck, entries: Sequence[TranscriptEntry]) -> _Outcome:
+def subagent_used(check: SubagentUsedCheck, entries: Sequence[TranscriptEntry]) -> Outcome:
     """Count the subagent entries naming ``check.agent``."""
     verdict, evidence = _named(
         entries,
@@ -291,7 +306,7 @@ def _tool_evidence(
     return evidence
 
 
-def tool_used(check: ToolUsedCheck, entries: Sequence[TranscriptEntry]) -> _Outcome:
+def tool_used(check: ToolUsedCheck, entries: Sequence[TranscriptEntry]) -> Outcome:
     """Count the tool calls of the wanted tool (or kind) whose input matches."""
     named, matching, timed_out = _selected(check, entries)
     evidence = _tool_evidence(check, entries, named, matching)
@@ -304,7 +319,7 @@ def tool_used(check: ToolUsedCheck, entries: Sequence[TranscriptEntry]) -> _Outc
     return _bounded(len(matching), check.min, check.max, _dropped(entries), evidence)
 
 
-def tool_not_used(check: ToolNotUsedCheck, entries: Sequence[TranscriptEntry]) -> _Outcome:
+def tool_not_used(check: ToolNotUsedCheck, entries: Sequence[TranscriptEntry]) -> Outcome:
     """Pass when no call of the wanted tool (or kind) with a matching input was made."""
     named, matching, timed_out = _selected(check, entries)
     evidence = {**_tool_evidence(check, entries, named, matching), "count": len(matching)}
@@ -318,7 +333,7 @@ def tool_not_used(check: ToolNotUsedCheck, entries: Sequence[TranscriptEntry]) -
     return "pass", evidence
 
 
-def max_tool_calls(check: MaxToolCallsCheck, entries: Sequence[TranscriptEntry]) -> _Outcome:
+def max_tool_calls(check: MaxToolCallsCheck, entries: Sequence[TranscriptEntry]) -> Outcome:
     """Pass when at most ``check.max`` tool calls were made, subagents' included."""
     calls = [e for e in entries if isinstance(e, ToolCallEntry)]
     evidence: dict[str, Any] = {
@@ -336,7 +351,7 @@ def _turns(entries: Sequence[TranscriptEntry]) -> tuple[int | None, str]:
     return (steps, "steps") if steps else (None, "none")
 
 
-def max_turns(check: MaxTurnsCheck, entries: Sequence[TranscriptEntry]) -> _Outcome:
+def max_turns(check: MaxTurnsCheck, entries: Sequence[TranscriptEntry]) -> Outcome:
     """Pass when the host counted at most ``check.max`` turns."""
     turns, source = _turns(entries)
     if turns is None:
@@ -356,7 +371,7 @@ def _texts(entries: Sequence[TranscriptEntry]) -> list[tuple[int, str]]:
 
 def transcript_contains(
     check: TranscriptContainsCheck, entries: Sequence[TranscriptEntry]
-) -> _Outcome:
+) -> Outcome:
     """Pass when one of the assistant's texts contains (or matches) ``check.pattern``."""
     texts = _texts(entries)
     base: dict[str, Any] = {"pattern": check.pattern}
@@ -383,49 +398,121 @@ def transcript_contains(
     return "fail", evidence
 
 
-def _bounds(evidence: dict[str, Any]) -> str:
+def _bounds(evidence: Evidence) -> str:
     low, high = evidence.get("min", 0), evidence.get("max")
     if high is None:
         return f"at least {low}"
     return f"{low} to {high}" if low else f"at most {high}"
 
 
-def _target(kind: str, evidence: dict[str, Any]) -> str:
-    if kind == "skill-used":
-        return f"skill {evidence.get('skill')}"
-    if kind == "subagent-used":
-        return f"subagent {evidence.get('agent')}"
+def _tool_target(evidence: Evidence) -> str:
     target = f"tool {evidence['tool']}" if "tool" in evidence else f"{evidence.get('kind')} calls"
     if "inputMatches" in evidence:
         target += f" matching {json.dumps(evidence['inputMatches'], ensure_ascii=False)}"
     return target
 
 
-def failure_summary(kind: str, evidence: dict[str, Any]) -> str | None:
-    """One line saying why a failed behaviour check of type ``kind`` failed (``None``: not one)."""
+def _counted(target: str, evidence: Evidence) -> str:
+    return f"{target}: {evidence.get('count', 0)} found, expected {_bounds(evidence)}"
+
+
+def skill_line(evidence: Evidence) -> str:
+    """``skill release: 0 found, expected at least 1``."""
+    return _counted(f"skill {evidence.get('skill')}", evidence)
+
+
+def subagent_line(evidence: Evidence) -> str:
+    """``subagent qa: 1 found, expected at most 0``."""
+    return _counted(f"subagent {evidence.get('agent')}", evidence)
+
+
+def tool_used_line(evidence: Evidence) -> str:
+    """``shell calls matching "ruff": 0 found, expected at least 1``."""
+    return _counted(_tool_target(evidence), evidence)
+
+
+def tool_not_used_line(evidence: Evidence) -> str:
+    """``tool Write: 1 found, e.g. {"file_path": "b.py"}``."""
+    first = (evidence.get("matches") or [{}])[0]
     count = evidence.get("count", 0)
-    if kind in ("skill-used", "subagent-used", "tool-used"):
-        return f"{_target(kind, evidence)}: {count} found, expected {_bounds(evidence)}"
-    if kind == "tool-not-used":
-        first = (evidence.get("matches") or [{}])[0]
-        return f"{_target(kind, evidence)}: {count} found, e.g. {first.get('input', '')}"
-    if kind == "max-tool-calls":
-        return f"{count} tool calls, at most {evidence.get('max')} allowed"
-    if kind == "max-turns":
-        return f"{evidence.get('turns')} turns, at most {evidence.get('max')} allowed"
-    if kind == "transcript-contains":
-        verb = "matches" if evidence.get("regex") else "contains"
-        pattern = json.dumps(evidence.get("pattern"), ensure_ascii=False)
-        return f"no assistant text {verb} {pattern}"
-    return None
+    return f"{_tool_target(evidence)}: {count} found, e.g. {first.get('input', '')}"
+
+
+def max_tool_calls_line(evidence: Evidence) -> str:
+    """``3 tool calls, at most 2 allowed``."""
+    return f"{evidence.get('count', 0)} tool calls, at most {evidence.get('max')} allowed"
+
+
+def max_turns_line(evidence: Evidence) -> str:
+    """``4 turns, at most 3 allowed``."""
+    return f"{evidence.get('turns')} turns, at most {evidence.get('max')} allowed"
+
+
+def transcript_contains_line(evidence: Evidence) -> str:
+    """``no assistant text contains "TESTS PASS"``."""
+    verb = "matches" if evidence.get("regex") else "contains"
+    return f"no assistant text {verb} {json.dumps(evidence.get('pattern'), ensure_ascii=False)}"
+
+
+def skill_label(check: SkillUsedCheck) -> str:
+    """``skill-used release``."""
+    return f"skill-used {check.skill}"
+
+
+def subagent_label(check: SubagentUsedCheck) -> str:
+    """``subagent-used qa``."""
+    return f"subagent-used {check.agent}"
+
+
+def max_tool_calls_label(check: MaxToolCallsCheck) -> str:
+    """``max-tool-calls 20``."""
+    return f"max-tool-calls {check.max}"
+
+
+def max_turns_label(check: MaxTurnsCheck) -> str:
+    """``max-turns 10``."""
+    return f"max-turns {check.max}"
+
+
+def transcript_contains_label(check: TranscriptContainsCheck) -> str:
+    """``transcript-contains 'TESTS PASS'``."""
+    return f"transcript-contains {check.pattern!r}"
+
+
+def tool_label(check: ToolUsedCheck | ToolNotUsedCheck) -> str:
+    """``tool-used kind shell with input matching 'ruff'``."""
+    target = f"tool {check.tool}" if check.tool is not None else f"kind {check.kind}"
+    matching = f" with input matching {check.input_matches!r}" if check.input_matches else ""
+    return f"{check.type} {target}{matching}"
+
+
+def count_detail(_check: object, evidence: Evidence) -> str:
+    """How many were found against the bounds, and the rest of the evidence as JSON."""
+    if "cause" in evidence:
+        return str(evidence["cause"])
+    bounds = f"at least {evidence.get('min', 0)}"
+    if evidence.get("max") is not None:
+        bounds += f" and at most {evidence['max']}"
+    rest = {k: v for k, v in evidence.items() if k not in ("count", "min", "max")}
+    return f"{evidence.get('count', 0)} found, expected {bounds}; evidence: " + evidence_json(rest)
+
+
+def json_detail(_check: object, evidence: Evidence) -> str:
+    """The evidence as JSON (it names the offending calls or the turn count)."""
+    return evidence_json(evidence)
+
+
+def transcript_contains_detail(check: TranscriptContainsCheck, _evidence: Evidence) -> str:
+    """``the assistant's text does not contain 'TESTS PASS'``."""
+    return f"the assistant's text does not contain {check.pattern!r}"
 
 
 def over_transcript(
-    judge: Callable[[Any, Sequence[TranscriptEntry]], _Outcome],
-) -> Callable[[Any, CheckContext], _Outcome]:
+    judge: Callable[[Any, Sequence[TranscriptEntry]], Outcome],
+) -> Callable[[Any, CheckContext], Outcome]:
     """Adapt a transcript judge to a check runner: ``error`` when there is no usable transcript."""
 
-    def run(check: Any, ctx: CheckContext) -> _Outcome:
+    def run(check: Any, ctx: CheckContext) -> Outcome:
         if ctx.transcript is None or not usable_transcript(ctx.transcript):
             return "error", {"cause": ctx.transcript_error or NO_TRANSCRIPT}
         return judge(check, ctx.transcript)

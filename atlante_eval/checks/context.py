@@ -7,12 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wcmatch import glob as wcglob
+
 from ..report import CheckVerdict
 from ..transcript import TranscriptEntry
 from ..trial import Changes, SpawnWrapper
 
-__all__ = ["CheckContext", "Outcome"]
+__all__ = ["CheckContext", "Evidence", "Outcome", "ignore_matcher"]
 
+#: A check's evidence as recorded in the report (camelCase keys, JSON values).
+Evidence = Mapping[str, Any]
 #: A check's verdict and its evidence.
 Outcome = tuple[CheckVerdict, dict[str, Any]]
 
@@ -43,3 +47,18 @@ class CheckContext:
     """Why there is no usable transcript."""
     wrap: SpawnWrapper | None = None
     """Confines command checks (``--isolation os``); ``None`` runs them directly."""
+
+
+def ignore_matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
+    """Return a predicate matching sandbox-relative paths against wcmatch globs.
+
+    Matching is case-sensitive and purely textual (no file system access), so a
+    pattern such as ``.opencode/node_modules/**`` matches only paths below that
+    directory. The engine builds :attr:`CheckContext.ignored` with it from the
+    host's runtime artefacts.
+    """
+    if not patterns:
+        return lambda _path: False
+    flags = wcglob.GLOBSTAR | wcglob.DOTGLOB | wcglob.CASE
+    matcher = wcglob.compile(list(patterns), flags=flags)
+    return lambda path: bool(matcher.match(path))

@@ -14,37 +14,18 @@ assembled, ``selftest-check-error`` when a check reaches no verdict, and a
 from __future__ import annotations
 
 import json
-import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .._util.paths import display_path
-from ..choices import BehaviourCheckType, CheckType
+from ..checks import CHECK_KINDS
+from ..choices import BehaviourCheckType
 from ..diagnostics import Diagnostic, Location, error, warning
-from ..project import (
-    AnyCheck,
-    CommandCheck,
-    DiffAllowlistCheck,
-    FileAbsentCheck,
-    FileContainsCheck,
-    FileExistsCheck,
-    FileUnchangedCheck,
-    MaxToolCallsCheck,
-    MaxTurnsCheck,
-    Plan,
-    Scenario,
-    SkillUsedCheck,
-    SubagentUsedCheck,
-    Suite,
-    ToolNotUsedCheck,
-    ToolUsedCheck,
-    TranscriptContainsCheck,
-    location_of,
-)
+from ..project import AnyCheck, DiffAllowlistCheck, Plan, Scenario, Suite, location_of
 from ..report import CheckResult, OutputModel, TrialResult, Verdict
 from .mutants import Mutant
 from .solutions import (
@@ -57,14 +38,12 @@ from .solutions import (
 )
 
 __all__ = [
-    "CHECK_WORDING",
     "NULL_TRIAL",
     "REFERENCE_TRIAL",
     "AgentName",
     "AgentOutcome",
     "CheatKind",
     "CheatOutcome",
-    "CheckWording",
     "Role",
     "ScenarioSelftest",
     "SelftestResult",
@@ -78,9 +57,6 @@ __all__ = [
 NULL_TRIAL = 0
 #: Trial index of the reference agent in each scenario (only when it has a solution).
 REFERENCE_TRIAL = 1
-#: Characters of command output quoted in a finding.
-_OUTPUT_CHARS = 600
-_C = TypeVar("_C", bound=BaseModel)
 _BEHAVIOUR: frozenset[str] = frozenset(get_args(BehaviourCheckType))
 
 #: The stand-in agents of a selftest.
@@ -195,134 +171,13 @@ class SelftestResult(OutputModel):
         return self.model_dump_json(by_alias=True, exclude_none=True, indent=2) + "\n"
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'s' if count != 1 else ''}"
-
-
-def _command_summary(check: CommandCheck, evidence: Mapping[str, Any]) -> str:
-    parts = [f"exit {evidence.get('exit')}, expected {evidence.get('expectExit')}"]
-    if evidence.get("timedOut"):
-        parts.append(f"timed out after {check.timeout_ms}ms")
-    if "outputMatches" in evidence and evidence.get("exit") == evidence.get("expectExit"):
-        parts.append(f"output does not match {check.output_matches!r}")
-    output = str(evidence.get("output", ""))[-_OUTPUT_CHARS:]
-    if output:
-        parts.append(f"output: {output}")
-    return "; ".join(parts)
-
-
-def _contains_summary(check: FileContainsCheck, evidence: Mapping[str, Any]) -> str:
-    if "exists" in evidence:
-        return f"{check.path} is not a regular file" + (
-            "" if evidence["exists"] else " (it does not exist)"
-        )
-    return f"{check.path} does not contain {check.pattern!r}"
-
-
-def _existence_summary(
-    check: FileExistsCheck | FileAbsentCheck, evidence: Mapping[str, Any]
-) -> str:
-    return f"{check.path} {'exists' if evidence.get('exists') else 'does not exist'}"
-
-
-def _path_label(
-    check: FileExistsCheck | FileAbsentCheck | FileUnchangedCheck | FileContainsCheck,
-) -> str:
-    return f"{check.type} {check.path}"
-
-
-def _evidence_json(_check: object, evidence: Mapping[str, Any]) -> str:
-    return json.dumps(dict(evidence), ensure_ascii=False)[:_OUTPUT_CHARS]
-
-
-@dataclass(frozen=True, slots=True)
-class CheckWording(Generic[_C]):
-    """How a finding names a check of one type and sums up why it failed."""
-
-    model: type[_C]
-    """The scenario document model of the check type."""
-    label: Callable[[_C], str]
-    """A short human label, e.g. ``command python3 -m unittest``."""
-    summary: Callable[[_C, Mapping[str, Any]], str]
-    """Why the check failed, from its evidence."""
-
-    def describe(self, check: AnyCheck) -> str:
-        """The label of ``check``, an instance of :attr:`model`."""
-        return self.label(self._narrow(check))
-
-    def summarize(self, check: AnyCheck, evidence: Mapping[str, Any]) -> str:
-        """The failure summary of ``check``, an instance of :attr:`model`."""
-        return self.summary(self._narrow(check), evidence)
-
-    def _narrow(self, check: AnyCheck) -> _C:
-        if not isinstance(check, self.model):
-            raise TypeError(f"{type(check).__name__} is not a {self.model.__name__}")
-        return check
-
-
-#: How findings word every check type.
-CHECK_WORDING: dict[CheckType, CheckWording[Any]] = {
-    "command": CheckWording(
-        CommandCheck, lambda c: "command " + shlex.join(c.run), _command_summary
-    ),
-    "file-exists": CheckWording(FileExistsCheck, _path_label, _existence_summary),
-    "file-absent": CheckWording(FileAbsentCheck, _path_label, _existence_summary),
-    "file-unchanged": CheckWording(
-        FileUnchangedCheck, _path_label, lambda c, _evidence: f"{c.path} changed"
-    ),
-    "file-contains": CheckWording(FileContainsCheck, _path_label, _contains_summary),
-    "diff-allowlist": CheckWording(
-        DiffAllowlistCheck,
-        lambda c: f"diff-allowlist of {_plural(len(c.allow), 'path')}",
-        _evidence_json,
-    ),
-}
-
-
-def _tool_label(check: ToolUsedCheck | ToolNotUsedCheck) -> str:
-    target = f"tool {check.tool}" if check.tool is not None else f"kind {check.kind}"
-    matching = f" with input matching {check.input_matches!r}" if check.input_matches else ""
-    return f"{check.type} {target}{matching}"
-
-
-def _count_summary(_check: object, evidence: Mapping[str, Any]) -> str:
-    if "cause" in evidence:
-        return str(evidence["cause"])
-    bounds = f"at least {evidence.get('min', 0)}"
-    if evidence.get("max") is not None:
-        bounds += f" and at most {evidence['max']}"
-    return f"{evidence.get('count', 0)} found, expected {bounds}; evidence: " + _evidence_json(
-        None, {k: v for k, v in evidence.items() if k not in ("count", "min", "max")}
-    )
-
-
-_BEHAVIOUR_WORDING: dict[CheckType, CheckWording[Any]] = {
-    "skill-used": CheckWording(SkillUsedCheck, lambda c: f"skill-used {c.skill}", _count_summary),
-    "subagent-used": CheckWording(
-        SubagentUsedCheck, lambda c: f"subagent-used {c.agent}", _count_summary
-    ),
-    "tool-used": CheckWording(ToolUsedCheck, _tool_label, _count_summary),
-    "tool-not-used": CheckWording(ToolNotUsedCheck, _tool_label, _evidence_json),
-    "max-tool-calls": CheckWording(
-        MaxToolCallsCheck, lambda c: f"max-tool-calls {c.max}", _count_summary
-    ),
-    "max-turns": CheckWording(MaxTurnsCheck, lambda c: f"max-turns {c.max}", _evidence_json),
-    "transcript-contains": CheckWording(
-        TranscriptContainsCheck,
-        lambda c: f"transcript-contains {c.pattern!r}",
-        lambda c, _evidence: f"the assistant's text does not contain {c.pattern!r}",
-    ),
-}
-CHECK_WORDING.update(_BEHAVIOUR_WORDING)
-
-
 def describe_check(check: AnyCheck) -> str:
     """A short human label for a check, e.g. ``command python3 -m unittest``."""
-    return CHECK_WORDING[check.type].describe(check)
+    return CHECK_KINDS[check.type].describe(check)
 
 
 def _evidence_summary(check: AnyCheck, result: CheckResult) -> str:
-    return CHECK_WORDING[check.type].summarize(check, result.evidence)
+    return CHECK_KINDS[check.type].explain(check, result.evidence)
 
 
 def _location(scenario: Scenario, pointer: str) -> Location | None:

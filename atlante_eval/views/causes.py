@@ -15,10 +15,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
-from .._util.terminal import printable, shorten
-from ..checks import failure_summary
+from .._util.terminal import first_line, printable, shorten
+from ..checks import check_kind
 from ..report import CheckResult, MetaConfig, ScenarioResult, TrialResult
 
 __all__ = [
@@ -28,7 +27,6 @@ __all__ = [
     "check_failures",
     "describe_failure",
     "evidence_line",
-    "first_line",
     "no_graded_note",
     "trial_cause",
     "verdict_counts",
@@ -42,72 +40,15 @@ CAUSE_WIDTH = 240
 _NAMED_CHECKS = 2
 
 
-def first_line(text: str) -> str:
-    """The first non-blank line of ``text`` (stripped), or ``""``."""
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
-def _quoted(value: object) -> str:
-    return json.dumps(str(value), ensure_ascii=False)
-
-
-def _command_line(evidence: dict[str, Any]) -> str:
-    if evidence.get("timedOut"):
-        what = "timed out"
-    elif evidence.get("exit") != evidence.get("expectExit", 0):
-        exit_code = evidence.get("exit")
-        shown = "killed by a signal" if exit_code is None else f"exit {exit_code}"
-        what = f"{shown}, expected {evidence.get('expectExit', 0)}"
-    elif "outputMatches" in evidence:
-        what = f"output does not match {_quoted(evidence['outputMatches'])}"
-    else:
-        what = "failed"
-    output = first_line(str(evidence.get("output") or ""))
-    return f"{what}: {output}" if output else what
-
-
-def _contains_line(evidence: dict[str, Any]) -> str:
-    path = evidence.get("path")
-    if evidence.get("exists") is False:
-        return f"{path} does not exist"
-    if "pattern" not in evidence:
-        return f"{path} is not a regular file"
-    verb = "does not match" if evidence.get("regex") else "does not contain"
-    return f"{path} {verb} {_quoted(evidence['pattern'])}"
-
-
-def _allowlist_line(evidence: dict[str, Any]) -> str:
-    unexpected = [str(p) for p in evidence.get("unexpected") or []]
-    shown = ", ".join(unexpected[:3])
-    more = f" (+{len(unexpected) - 3} more)" if len(unexpected) > 3 else ""
-    return f"unexpected changes: {shown}{more}"
-
-
 def _raw_line(check: CheckResult) -> str:
-    """The evidence of ``check`` by its type, before escaping."""
+    """The evidence of ``check``, worded by its type's registry entry, before escaping."""
     evidence = check.evidence
     if "cause" in evidence:
         return first_line(str(evidence["cause"]))
-    if check.type == "command":
-        return _command_line(evidence)
-    if check.type == "file-exists":
-        return f"{evidence.get('path')} does not exist"
-    if check.type == "file-absent":
-        return f"{evidence.get('path')} exists"
-    if check.type == "file-contains":
-        return _contains_line(evidence)
-    if check.type == "file-unchanged":
-        gone = evidence.get("currentHash") is None
-        return f"{evidence.get('path')} {'was removed' if gone else 'changed'}"
-    if check.type == "diff-allowlist":
-        return _allowlist_line(evidence)
-    behaviour = failure_summary(check.type, evidence)
-    if behaviour is not None:
-        return behaviour
-    return first_line(json.dumps(evidence, ensure_ascii=False))
+    kind = check_kind(check.type)
+    if kind is None:  # a report from another version or tool: show what it recorded
+        return first_line(json.dumps(evidence, ensure_ascii=False))
+    return kind.line(evidence)
 
 
 def evidence_line(check: CheckResult, *, width: int = EVIDENCE_WIDTH) -> str:
