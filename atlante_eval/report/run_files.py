@@ -76,16 +76,27 @@ class TrialFiles:
 
         A symlink, a FIFO, a device or a file over the limit is never read.
         """
+        data = self._read(name, limit=limit, whole=True)
+        return data if data is not None and len(data) <= limit else None
+
+    def read_head(self, name: str, *, limit: int) -> bytes | None:
+        """Return the regular file ``name``, cut after ``limit + 1`` bytes (``None``: not one).
+
+        More than ``limit`` bytes back says the file was longer. A symlink, a FIFO
+        or a device is never read.
+        """
+        return self._read(name, limit=limit, whole=False)
+
+    def _read(self, name: str, *, limit: int, whole: bool) -> bytes | None:
         try:
             fd = os.open(name, _READ_FLAGS, dir_fd=self._fd)
         except OSError:
             return None
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            if not stat.S_ISREG(info.st_mode) or (whole and info.st_size > limit):
                 return None
-            data = handle.read(limit + 1)
-        return data if len(data) <= limit else None
+            return handle.read(limit + 1)
 
     def names(self) -> list[str]:
         """Return the names of the regular files in the directory (symlinks excluded)."""

@@ -4,26 +4,23 @@
 or by default the newest real run of a project: selftest runs are skipped).
 :func:`run_view`, :func:`scenario_view` and :func:`trial_view` turn a report into
 frozen models; ``show --json`` prints them, :mod:`atlante_eval.views.show_render` draws
-them. A trial's transcript (``trials/<scenario>/<i>/transcript.jsonl`` in the run
-directory) is read entry by entry into a timeline, by the field names of the
-transcript format (docs/transcripts.md: ``kind``, ``t``, and per kind e.g.
-``toolKind``, ``durationMs``, ``costUsd``); unknown kinds and lines that are not
-JSON are kept as ``raw`` entries. All text in these models is as recorded (untrusted): renderers
-escape it.
+them. A trial's view is the one the HTML report lays out too
+(:class:`atlante_eval.views.trial.TrialView`), read here within :data:`SHOW_CAPS`.
+All text in these models is as recorded (untrusted): renderers escape it.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-from typing import Any
 
+from ..choices import SELFTEST_HOST
 from ..diagnostics import DiagnosticError, error
-from ..project import SCENARIO_NAME_PATTERN
 from ..report import (
     REPORT_FILE,
-    CheckResult,
     OutputModel,
+    RunFiles,
     RunReport,
     ScenarioResult,
     TrialResult,
@@ -31,49 +28,27 @@ from ..report import (
     report_base,
     report_path,
 )
-from ..transcript import TRANSCRIPT_FILE, read_transcript_lines
-from .causes import check_failures, evidence_line, no_graded_note, trial_cause, verdict_counts
+from .causes import check_failures, no_graded_note, trial_cause, verdict_counts
+from .trial import TranscriptCaps, TrialView, build_trial_view
 
 __all__ = [
-    "TRANSCRIPT_FILE",
-    "CheckView",
+    "SHOW_CAPS",
     "FailingCheck",
     "RunView",
     "ScenarioSummary",
     "ScenarioView",
-    "TimelineEntry",
     "TrialRow",
     "TrialView",
     "locate_run",
-    "read_transcript",
     "run_view",
     "scenario_view",
     "select",
     "trial_view",
 ]
 
-#: Entry kinds of the transcript contract; any other kind is shown as ``raw``.
-KNOWN_KINDS = frozenset(
-    {
-        "header",
-        "session-start",
-        "text",
-        "tool-call",
-        "skill",
-        "subagent",
-        "usage",
-        "error",
-        "result",
-        "raw",
-        "truncated",
-    }
-)
-#: Most transcript bytes read for one trial.
-MAX_TRANSCRIPT_BYTES = 32 * 1024 * 1024
-#: Most transcript entries read for one trial.
-MAX_TRANSCRIPT_ENTRIES = 20_000
+#: How much of a trial's transcript ``show`` reads.
+SHOW_CAPS = TranscriptCaps(max_bytes=32 * 1024 * 1024, max_entries=20_000, reader="show")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_SELFTEST_HOST = "selftest"
 
 
 class FailingCheck(OutputModel):
@@ -175,67 +150,6 @@ class ScenarioView(OutputModel):
     """Its trials in index order."""
 
 
-class CheckView(OutputModel):
-    """One check of a trial with its evidence."""
-
-    index: int
-    """Position in the scenario document."""
-    type: str
-    """Check type."""
-    verdict: str
-    """``pass``, ``fail`` or ``error``."""
-    summary: str
-    """What the check saw, in one line (empty on a pass)."""
-    evidence: dict[str, Any]
-    """The evidence as recorded."""
-
-
-class TimelineEntry(OutputModel):
-    """One transcript entry, by the transcript contract's field names."""
-
-    kind: str
-    """Entry kind; unknown kinds read as ``raw``."""
-    t: int | None
-    """Milliseconds since the session started."""
-    data: dict[str, Any]
-    """The entry's fields other than ``kind`` and ``t`` (for ``raw``: ``event``)."""
-
-
-class TrialView(OutputModel):
-    """One trial in full: ``show RUN SCENARIO:I``."""
-
-    run_id: str
-    """The run id."""
-    scenario: str
-    """Scenario name."""
-    i: int
-    """Trial index."""
-    verdict: str
-    """Verdict."""
-    cause: str | None
-    """Why it did not pass (one line)."""
-    duration_ms: int
-    """Duration."""
-    tokens: int | None
-    """Tokens reported."""
-    cost: float | None
-    """Cost reported."""
-    model: str | None
-    """Model reported for the trial."""
-    error: str | None
-    """The trial's error text, whole."""
-    checks: list[CheckView]
-    """Its checks (empty when the session did not complete)."""
-    changed_files: list[str]
-    """Paths the agent changed."""
-    diff: str | None
-    """The diff against the baseline."""
-    transcript: str | None
-    """Path of the transcript file, when there is one."""
-    timeline: list[TimelineEntry]
-    """The transcript's entries."""
-
-
 def _not_found(message: str, source: str, next_step: str) -> DiagnosticError:
     return DiagnosticError([error("report-unreadable", message, source=source, next=next_step)])
 
@@ -248,7 +162,7 @@ def _is_real_run(report_file: Path) -> bool:
         report = load_report(report_file)
     except DiagnosticError:
         return False
-    return report.meta.host != _SELFTEST_HOST
+    return report.meta.host != SELFTEST_HOST
 
 
 def _project_base(project: Path | None, out: Path | None) -> Path:
@@ -420,86 +334,30 @@ def scenario_view(report: RunReport, name: str) -> ScenarioView:
     )
 
 
-def _check(check: CheckResult) -> CheckView:
-    return CheckView(
-        index=check.index,
-        type=check.type,
-        verdict=check.verdict,
-        summary="" if check.verdict == "pass" else evidence_line(check),
-        evidence=check.evidence,
-    )
-
-
-def transcript_file(run_dir: Path, scenario: str, index: int) -> Path | None:
-    """Where trial ``index`` of ``scenario`` keeps its transcript, if the name is safe."""
-    if not re.fullmatch(SCENARIO_NAME_PATTERN, scenario):
+def _open_run_dir(path: Path) -> RunFiles | None:
+    """Open the run directory the user named (a symlink to it is followed; nothing below it is)."""
+    try:
+        return RunFiles(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+    except OSError:
         return None
-    return run_dir / "trials" / scenario / str(index) / TRANSCRIPT_FILE
-
-
-def _entry(value: object) -> TimelineEntry:
-    if not isinstance(value, dict):
-        return TimelineEntry(kind="raw", t=None, data={"event": value})
-    t = value.get("t")
-    stamp = t if isinstance(t, int) and not isinstance(t, bool) else None
-    kind = value.get("kind")
-    if not isinstance(kind, str) or kind not in KNOWN_KINDS:
-        return TimelineEntry(kind="raw", t=stamp, data={"event": value})
-    data = {k: v for k, v in value.items() if k not in ("kind", "t")}
-    return TimelineEntry(kind=kind, t=stamp, data=data)
-
-
-def read_transcript(path: Path) -> list[TimelineEntry]:
-    """Read a ``transcript.jsonl`` into entries, tolerating anything a file may hold.
-
-    The file is read by :func:`atlante_eval.transcript.models.read_transcript_lines`
-    (never through a symbolic link). Lines that are not JSON, or entries of
-    unknown kinds, become ``raw`` entries; reading stops after
-    :data:`MAX_TRANSCRIPT_BYTES` or :data:`MAX_TRANSCRIPT_ENTRIES`, with a
-    ``truncated`` entry saying so.
-    """
-    read = read_transcript_lines(
-        path, max_bytes=MAX_TRANSCRIPT_BYTES, max_entries=MAX_TRANSCRIPT_ENTRIES
-    )
-    entries = [_entry(line.value if line.is_json else {"line": line.value}) for line in read.lines]
-    if read.truncated is not None:
-        cut = read.truncated
-        entries.append(
-            TimelineEntry(
-                kind="truncated",
-                t=None,
-                data={"reason": f"show: {cut.reason}", "dropped": cut.dropped, "unit": cut.unit},
-            )
-        )
-    return entries
 
 
 def trial_view(report: RunReport, path: Path, name: str, index: int) -> TrialView:
-    """Trial ``index`` of scenario ``name``, with its transcript when one was recorded."""
+    """Trial ``index`` of scenario ``name`` in ``report`` (published at ``path``), in full.
+
+    Its transcript is read from the run directory beside the report, when one was recorded.
+    """
     trial = next(t for t in report.scenarios[name].trials if t.i == index)
-    file = transcript_file(path.parent, name, index)
-    timeline: list[TimelineEntry] = []
-    shown: str | None = None
-    if file is not None and file.is_file() and not file.is_symlink():
-        try:
-            timeline = read_transcript(file)
-            shown = str(file)
-        except OSError:
-            timeline = []
-    return TrialView(
-        run_id=report.run_id,
-        scenario=name,
-        i=trial.i,
-        verdict=trial.verdict,
-        cause=trial_cause(trial, report.meta.config),
-        duration_ms=trial.duration_ms,
-        tokens=trial.tokens,
-        cost=trial.cost,
-        model=trial.model,
-        error=trial.error,
-        checks=[_check(c) for c in trial.checks or []],
-        changed_files=list(trial.changed_files or []),
-        diff=trial.diff,
-        transcript=shown,
-        timeline=timeline,
-    )
+    files = _open_run_dir(path.parent)
+    try:
+        return build_trial_view(
+            trial,
+            run_id=report.run_id,
+            scenario=name,
+            config=report.meta.config,
+            files=files,
+            caps=SHOW_CAPS,
+        )
+    finally:
+        if files is not None:
+            files.close()

@@ -19,7 +19,8 @@ from rich.text import Text
 from .._util.terminal import printable, shorten
 from .causes import describe_failure
 from .progress import CAUSE_SEPARATOR, format_duration
-from .show import CheckView, RunView, ScenarioSummary, ScenarioView, TimelineEntry, TrialView
+from .show import RunView, ScenarioSummary, ScenarioView
+from .trial import CheckView, TimelineEntry, TrialView
 
 __all__ = ["make_console", "render_run", "render_scenario", "render_trial", "timeline_lines"]
 
@@ -312,6 +313,10 @@ def render_trial(view: TrialView, console: Console) -> None:
         console.print(Text(f"cause: {view.cause}"))
     if view.model:
         console.print(Text(f"model {printable(view.model)}"))
+    if view.attempts:
+        console.print(Text(f"earlier infra-error attempts {view.attempts}"))
+    if view.reused:
+        console.print(Text("reused from an earlier run"))
     if view.error and "\n" in view.error.strip():
         console.print(Text("error:"))
         console.print(Text(printable(view.error.strip(), multiline=True)))

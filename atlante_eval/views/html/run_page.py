@@ -16,8 +16,9 @@ from markupsafe import Markup
 
 from ...report import RunFiles, RunReport, ScenarioResult, statistics_of
 from ..causes import check_failures, describe_failure, no_graded_note, verdict_counts
+from ..trial import build_trial_view
 from .svg import interval_bar, strip_plot
-from .trial import TrialPanel, allowances, trial_panel
+from .trial import PAGE_CAPS, TrialPanel, allowances, trial_panel
 
 __all__ = ["VERDICTS", "GridCell", "RunPage", "ScenarioRow", "run_page", "verdict_glyph"]
 
@@ -158,11 +159,16 @@ def _scenario(
         cells=[GridCell(t.i, t.verdict, f"{anchor}-t{t.i}") for t in trials],
         panels=[
             trial_panel(
-                name,
+                build_trial_view(
+                    t,
+                    run_id=report.run_id,
+                    scenario=name,
+                    config=report.meta.config,
+                    files=files,
+                    caps=PAGE_CAPS,
+                ),
                 f"{anchor}-t{t.i}",
-                t,
-                report.meta.config,
-                files=files,
+                run_dir=files.path if files is not None else None,
                 links_from=links_from,
                 allowance=shares[(name, t.i)],
             )

@@ -1,5 +1,9 @@
-"""A trial's panel as data: verdict and cause, checks with evidence, diff, transcript timeline.
+"""How the run page lays out one trial's :class:`~atlante_eval.views.trial.TrialView`.
 
+The page shows the same trial view as ``show RUN SCENARIO:I``, read within
+:data:`PAGE_CAPS`; a :class:`TrialPanel` adds only what is the page's own: the
+anchor, the long values capped, the diff highlighted, the timeline as titled
+items nested under subagents, the usage chart and links to the trial's files.
 Everything text here is as recorded (untrusted): the templates escape it, and the
 diff is highlighted by Pygments, which escapes it too. Large values are capped so
 a page of many trials stays small; a capped value says how much was left out and
@@ -11,16 +15,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
 from markupsafe import Markup
 
-from ...report import MetaConfig, RunFiles, TrialResult
 from ...transcript import (
-    RAW_FILE,
-    TRANSCRIPT_FILE,
     ErrorEntry,
     HeaderEntry,
     RawEntry,
@@ -33,18 +34,17 @@ from ...transcript import (
     TranscriptEntry,
     TruncatedEntry,
     UsageEntry,
-    decode_transcript,
     parse_entry,
 )
-from ..causes import evidence_line, trial_cause
+from ..trial import CheckView, TimelineEntry, TranscriptCaps, TrialView
 from .svg import usage_line
 
 __all__ = [
+    "PAGE_CAPS",
     "PAGE_DIFF_CHARS",
     "PAGE_ENTRIES",
     "PAGE_TEXT_CHARS",
     "Capped",
-    "CheckPanel",
     "TimelineItem",
     "TrialPanel",
     "allowances",
@@ -69,6 +69,10 @@ PAGE_BUDGET_CHARS = 1_500_000
 _ENTRY_MARKUP = 300
 #: Most transcript bytes read for one trial's panel (the writer caps a transcript at 8 MiB).
 PAGE_TRANSCRIPT_BYTES = 9 * 1024 * 1024
+#: How much of each trial's transcript the page reads.
+PAGE_CAPS = TranscriptCaps(max_bytes=PAGE_TRANSCRIPT_BYTES, max_entries=PAGE_ENTRIES, reader="page")
+#: Most changed files listed in one panel.
+PAGE_CHANGED_FILES = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,17 +92,6 @@ def cap(value: object, limit: int = PAGE_TEXT_CHARS) -> Capped:
     if len(text) <= limit:
         return Capped(text)
     return Capped(text[:limit], len(text) - limit)
-
-
-@dataclass(frozen=True, slots=True)
-class CheckPanel:
-    """One check of a trial."""
-
-    index: int
-    type: str
-    verdict: str
-    summary: str
-    evidence: Capped
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,27 +116,28 @@ class Link:
 
 @dataclass(frozen=True, slots=True)
 class TrialPanel:
-    """Everything the page shows about one trial."""
+    """One trial's view, laid out for the page: what the page adds to :class:`TrialView`."""
 
+    view: TrialView
+    """The trial, as ``show`` sees it (the template reads verdict, cause, figures from it)."""
     anchor: str
-    scenario: str
-    i: int
-    verdict: str
-    cause: str | None
-    duration_ms: int
-    tokens: int | None
-    cost: float | None
-    model: str | None
+    """The panel's id in the page."""
     error: Capped | None
-    checks: list[CheckPanel]
+    """The trial's error text, capped."""
+    checks: list[tuple[CheckView, Capped]]
+    """Each check with its evidence capped."""
     changed_files: list[str]
+    """The first :data:`PAGE_CHANGED_FILES` changed paths."""
     diff: Markup | None
+    """The diff, cut to the trial's share of the page and highlighted."""
     diff_omitted: int
+    """Characters of the diff left out of the page."""
     timeline: list[TimelineItem]
+    """The transcript's entries while the trial's share of the page lasts."""
     usage_chart: Markup | None
+    """Tokens over the session, when the transcript has usage entries."""
     links: list[Link]
-    attempts: int
-    reused: bool
+    """Links to the trial's recorded files."""
 
 
 def highlight_diff(diff: str) -> Markup:
@@ -267,12 +261,19 @@ def _size(item: TimelineItem) -> int:
     return _ENTRY_MARKUP + len(item.title) + sum(len(v.text) for _, v in item.fields)
 
 
-def _timeline(data: bytes, allowance: int) -> tuple[list[TimelineItem], Markup | None]:
+def _typed(entry: TimelineEntry) -> TranscriptEntry:
+    """The transcript entry a timeline entry holds, by the transcript format's models."""
+    if entry.kind == "raw":
+        return RawEntry(t=entry.t or 0, event=entry.data.get("event"))
+    stamp = {} if entry.t is None else {"t": entry.t}
+    return parse_entry({**entry.data, "kind": entry.kind, **stamp})
+
+
+def _timeline(
+    timeline: list[TimelineEntry], allowance: int
+) -> tuple[list[TimelineItem], Markup | None]:
     """The transcript's entries while ``allowance`` characters last, then a note of the rest."""
-    read = decode_transcript(data, max_entries=PAGE_ENTRIES)
-    entries = [parse_entry(line.value) for line in read.lines]
-    if read.truncated is not None:
-        entries.append(read.truncated)
+    entries = [_typed(entry) for entry in timeline]
     depths = _depths(entries)
     items: list[TimelineItem] = []
     used = 0
@@ -299,73 +300,49 @@ def allowances(weights: list[int]) -> list[int]:
     ]
 
 
+def _diff(diff: str | None, allowance: int) -> tuple[Markup | None, int, int]:
+    """The diff highlighted within the trial's share; what it left out and the share left."""
+    if not diff:
+        return None, 0, allowance
+    shown = min(PAGE_DIFF_CHARS, max(allowance // 2, TRIAL_MIN_CHARS // 2))
+    omitted = max(len(diff) - shown, 0)
+    left = allowance - min(len(diff), shown) * 2  # highlighting about doubles it
+    return highlight_diff(diff[:shown]), omitted, left
+
+
 def trial_panel(
-    scenario: str,
+    view: TrialView,
     anchor: str,
-    trial: TrialResult,
-    config: MetaConfig | None,
     *,
-    files: RunFiles | None,
+    run_dir: Path | None,
     links_from: Path | None,
     allowance: int = TRIAL_MAX_CHARS,
 ) -> TrialPanel:
-    """The panel of ``trial``; its transcript is read from the run's ``files`` when there is one.
+    """Lay ``view`` out for the page (built with :data:`PAGE_CAPS`).
 
-    The run directory is read by descriptor (:class:`~atlante_eval.report.run_files.RunFiles`):
-    a symlink or FIFO planted in ``trials/`` is never followed or opened.
-
-    ``allowance`` bounds the characters of diff and transcript the panel holds.
+    Args:
+        view: the trial (:func:`atlante_eval.views.trial.build_trial_view`).
+        anchor: the panel's id in the page.
+        run_dir: the run directory the view's files are relative to.
+        links_from: the directory the page is written in (``None``: absolute links).
+        allowance: the characters of diff and transcript the panel may hold.
     """
-    checks = [
-        CheckPanel(
-            index=c.index,
-            type=c.type,
-            verdict=c.verdict,
-            summary="" if c.verdict == "pass" else evidence_line(c),
-            evidence=cap(c.evidence),
-        )
-        for c in trial.checks or []
-    ]
-    diff, omitted = None, 0
-    if trial.diff:
-        shown = min(PAGE_DIFF_CHARS, max(allowance // 2, TRIAL_MIN_CHARS // 2))
-        omitted = max(len(trial.diff) - shown, 0)
-        diff = highlight_diff(trial.diff[:shown])
-        allowance -= min(len(trial.diff), shown) * 2  # highlighting about doubles it
-    timeline: list[TimelineItem] = []
-    chart: Markup | None = None
+    diff, omitted, allowance = _diff(view.diff, allowance)
+    timeline, chart = _timeline(view.timeline, max(allowance, TRIAL_MIN_CHARS))
     links: list[Link] = []
-    trial_files = files.trial(scenario, trial.i, create=False) if files is not None else None
-    if trial_files is not None:
-        with trial_files:
-            data = trial_files.read(TRANSCRIPT_FILE, limit=PAGE_TRANSCRIPT_BYTES)
-            names = trial_files.names()
-        base = files.path if files is not None else Path()
-        if data is not None:
-            timeline, chart = _timeline(data, max(allowance, TRIAL_MIN_CHARS))
-        for name in (TRANSCRIPT_FILE, RAW_FILE):
-            if name in names:
-                links.append(Link(name, _href(base / trial_files.path_of(name), links_from)))
+    if run_dir is not None:
+        links = [Link(PurePosixPath(n).name, _href(run_dir / n, links_from)) for n in view.files]
     return TrialPanel(
+        view=view,
         anchor=anchor,
-        scenario=scenario,
-        i=trial.i,
-        verdict=trial.verdict,
-        cause=trial_cause(trial, config),
-        duration_ms=trial.duration_ms,
-        tokens=trial.tokens,
-        cost=trial.cost,
-        model=trial.model,
-        error=cap(trial.error) if trial.error else None,
-        checks=checks,
-        changed_files=list(trial.changed_files or [])[:200],
+        error=cap(view.error) if view.error else None,
+        checks=[(check, cap(check.evidence)) for check in view.checks],
+        changed_files=view.changed_files[:PAGE_CHANGED_FILES],
         diff=diff,
         diff_omitted=omitted,
         timeline=timeline,
         usage_chart=chart,
         links=links,
-        attempts=len(trial.attempts or []),
-        reused=bool(trial.reused),
     )
 
 

@@ -1,0 +1,252 @@
+"""One trial as data, for every view of it: ``show RUN SCENARIO:I`` and the HTML report's panel.
+
+:func:`build_trial_view` turns a report's :class:`~atlante_eval.report.TrialResult`
+and the run's files into a :class:`TrialView`, the one model of a trial:
+``show`` prints it (:mod:`atlante_eval.views.show_render`, or as JSON with
+``--json``) and the run page lays it out (:mod:`atlante_eval.views.html.trial`).
+The transcript (``trials/<scenario>/<i>/transcript.jsonl``) is read through the
+run directory's descriptor (:class:`~atlante_eval.report.RunFiles`), so a symlink
+or FIFO planted in ``trials/`` is never followed or opened, and entry by entry
+into a timeline by the field names of the transcript format (docs/transcripts.md:
+``kind``, ``t``, and per kind e.g. ``toolKind``, ``durationMs``, ``costUsd``);
+unknown kinds and lines that are not JSON are kept as ``raw`` entries. Each view
+reads the transcript within its own :class:`TranscriptCaps`. All text in these
+models is as recorded (untrusted): renderers escape it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..project import SCENARIO_NAME_PATTERN
+from ..report import CheckResult, MetaConfig, OutputModel, RunFiles, TrialResult
+from ..transcript import RAW_FILE, TRANSCRIPT_FILE, decode_transcript
+from .causes import evidence_line, trial_cause
+
+__all__ = [
+    "KNOWN_KINDS",
+    "CheckView",
+    "TimelineEntry",
+    "TranscriptCaps",
+    "TrialView",
+    "build_trial_view",
+    "read_timeline",
+]
+
+#: Entry kinds of the transcript contract; any other kind is shown as ``raw``.
+KNOWN_KINDS = frozenset(
+    {
+        "header",
+        "session-start",
+        "text",
+        "tool-call",
+        "skill",
+        "subagent",
+        "usage",
+        "error",
+        "result",
+        "raw",
+        "truncated",
+    }
+)
+#: The trial's files a view names (and the page links), in this order.
+TRIAL_FILES = (TRANSCRIPT_FILE, RAW_FILE)
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptCaps:
+    """How much of a transcript one view reads, and how it names its cut."""
+
+    max_bytes: int
+    """Most transcript bytes read."""
+    max_entries: int
+    """Most transcript entries read."""
+    reader: str
+    """Who cut it, in the ``truncated`` entry's reason (``show: entry limit``)."""
+
+
+class CheckView(OutputModel):
+    """One check of a trial with its evidence."""
+
+    index: int
+    """Position in the scenario document."""
+    type: str
+    """Check type."""
+    verdict: str
+    """``pass``, ``fail`` or ``error``."""
+    summary: str
+    """What the check saw, in one line (empty on a pass)."""
+    evidence: dict[str, Any]
+    """The evidence as recorded."""
+
+
+class TimelineEntry(OutputModel):
+    """One transcript entry, by the transcript contract's field names."""
+
+    kind: str
+    """Entry kind; unknown kinds read as ``raw``."""
+    t: int | None
+    """Milliseconds since the session started."""
+    data: dict[str, Any]
+    """The entry's fields other than ``kind`` and ``t`` (for ``raw``: ``event``)."""
+
+
+class TrialView(OutputModel):
+    """One trial in full: ``show RUN SCENARIO:I``, and a trial's panel in the HTML report."""
+
+    run_id: str
+    """The run id."""
+    scenario: str
+    """Scenario name."""
+    i: int
+    """Trial index."""
+    verdict: str
+    """Verdict."""
+    cause: str | None
+    """Why it did not pass (one line)."""
+    duration_ms: int
+    """Duration."""
+    tokens: int | None
+    """Tokens reported."""
+    cost: float | None
+    """Cost reported."""
+    model: str | None
+    """Model reported for the trial."""
+    error: str | None
+    """The trial's error text, whole."""
+    checks: list[CheckView]
+    """Its checks (empty when the session did not complete)."""
+    changed_files: list[str]
+    """Paths the agent changed."""
+    diff: str | None
+    """The diff against the baseline."""
+    transcript: str | None
+    """Path of the transcript file, when there is one."""
+    timeline: list[TimelineEntry]
+    """The transcript's entries."""
+    files: list[str]
+    """The trial's recorded files present (transcript, the host's raw stream), run-relative."""
+    attempts: int
+    """Earlier infra-error attempts (``--retry-infra``)."""
+    reused: bool
+    """The trial was carried over from an earlier run (``--resume``, ``--last-failed``)."""
+
+
+def _entry(value: object) -> TimelineEntry:
+    if not isinstance(value, dict):
+        return TimelineEntry(kind="raw", t=None, data={"event": value})
+    t = value.get("t")
+    stamp = t if isinstance(t, int) and not isinstance(t, bool) else None
+    kind = value.get("kind")
+    if not isinstance(kind, str) or kind not in KNOWN_KINDS:
+        return TimelineEntry(kind="raw", t=stamp, data={"event": value})
+    data = {k: v for k, v in value.items() if k not in ("kind", "t")}
+    return TimelineEntry(kind=kind, t=stamp, data=data)
+
+
+def read_timeline(data: bytes, caps: TranscriptCaps) -> list[TimelineEntry]:
+    """Read a ``transcript.jsonl``'s bytes into entries, tolerating anything they may hold.
+
+    Lines that are not JSON, or entries of unknown kinds, become ``raw``
+    entries; reading stops after ``caps.max_bytes`` or ``caps.max_entries``,
+    with a ``truncated`` entry saying so.
+    """
+    read = decode_transcript(data, max_bytes=caps.max_bytes, max_entries=caps.max_entries)
+    entries = [_entry(line.value if line.is_json else {"line": line.value}) for line in read.lines]
+    if read.truncated is not None:
+        cut = read.truncated
+        entries.append(
+            TimelineEntry(
+                kind="truncated",
+                t=None,
+                data={
+                    "reason": f"{caps.reader}: {cut.reason}",
+                    "dropped": cut.dropped,
+                    "unit": cut.unit,
+                },
+            )
+        )
+    return entries
+
+
+def _check(check: CheckResult) -> CheckView:
+    return CheckView(
+        index=check.index,
+        type=check.type,
+        verdict=check.verdict,
+        summary="" if check.verdict == "pass" else evidence_line(check),
+        evidence=check.evidence,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """What the run directory holds for one trial."""
+
+    transcript: str | None = None
+    timeline: tuple[TimelineEntry, ...] = ()
+    files: tuple[str, ...] = ()
+
+
+def _recorded(files: RunFiles | None, scenario: str, index: int, caps: TranscriptCaps) -> _Recorded:
+    """Read the trial's transcript and list its files, by descriptor; nothing when unsafe."""
+    if files is None or not re.fullmatch(SCENARIO_NAME_PATTERN, scenario):
+        return _Recorded()
+    trial_files = files.trial(scenario, index, create=False)
+    if trial_files is None:
+        return _Recorded()
+    with trial_files:
+        try:
+            names = trial_files.names()
+            data = trial_files.read_head(TRANSCRIPT_FILE, limit=caps.max_bytes)
+        except OSError:
+            return _Recorded()
+        present = tuple(trial_files.path_of(n) for n in TRIAL_FILES if n in names)
+    if data is None:
+        return _Recorded(files=present)
+    path = str(files.path / trial_files.path_of(TRANSCRIPT_FILE))
+    return _Recorded(path, tuple(read_timeline(data, caps)), present)
+
+
+def build_trial_view(
+    trial: TrialResult,
+    *,
+    run_id: str,
+    scenario: str,
+    config: MetaConfig | None,
+    files: RunFiles | None,
+    caps: TranscriptCaps,
+) -> TrialView:
+    """The view of ``trial`` of ``scenario``, its transcript read from the run's ``files``.
+
+    Args:
+        trial: the trial's result in the report.
+        run_id: the report's run id.
+        scenario: the scenario's name; a name that is not a scenario name reads no file.
+        config: the run's budget (``meta.config``), which the cause names.
+        files: the run directory, held open; ``None`` when there is none to read.
+        caps: how much of the transcript this view reads.
+    """
+    recorded = _recorded(files, scenario, trial.i, caps)
+    return TrialView(
+        run_id=run_id,
+        scenario=scenario,
+        i=trial.i,
+        verdict=trial.verdict,
+        cause=trial_cause(trial, config),
+        duration_ms=trial.duration_ms,
+        tokens=trial.tokens,
+        cost=trial.cost,
+        model=trial.model,
+        error=trial.error,
+        checks=[_check(c) for c in trial.checks or []],
+        changed_files=list(trial.changed_files or []),
+        diff=trial.diff,
+        transcript=recorded.transcript,
+        timeline=list(recorded.timeline),
+        files=list(recorded.files),
+        attempts=len(trial.attempts or []),
+        reused=bool(trial.reused),
+    )
