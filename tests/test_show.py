@@ -12,7 +12,7 @@ from atlante_eval import load_report
 from atlante_eval.report import RunFiles
 from atlante_eval.views import trial as trial_module
 from atlante_eval.views.html.run_page import run_page
-from atlante_eval.views.html.trial import PAGE_CAPS
+from atlante_eval.views.html.trial import PAGE_CAPS, TrialPanel
 from atlante_eval.views.show import SHOW_CAPS, trial_view
 from atlante_eval.views.show_render import timeline_lines
 from atlante_eval.views.trial import TranscriptCaps, TrialView, build_trial_view, read_timeline
@@ -108,7 +108,8 @@ def test_show_and_the_page_build_the_same_trial_view(tmp_path: Path) -> None:
     shown = trial_view(built, run_dir / "report.json", "alpha", 0)
     [row] = run_page(built, run_dir=run_dir, links_from=run_dir).scenarios
     [panel] = row.panels
-    assert panel.view == shown
+    assert panel.view == shown.model_copy(update={"timeline": []})  # laid out into items
+    assert [item.kind for item in panel.timeline] == ["text", "usage"]  # the header is not shown
     assert [e.kind for e in shown.timeline] == ["header", "text", "usage"]
     assert shown.files == ["trials/alpha/0/transcript.jsonl", "trials/alpha/0/raw.jsonl.gz"]
     assert shown.reused
@@ -166,12 +167,17 @@ def test_a_scenario_name_that_is_not_a_name_reads_no_file(
     (run_dir / "report.json").write_text(json.dumps(document))
     hostile = load_report(run_dir)
 
-    def views() -> list[TrialView]:
+    def views() -> tuple[TrialView, TrialPanel]:
         [row] = run_page(hostile, run_dir=run_dir, links_from=run_dir).scenarios
         shown = trial_view(hostile, run_dir / "report.json", "../../outside", 0)
-        return [shown, row.panels[0].view]
+        return shown, row.panels[0]
 
-    assert all(v.timeline == [] and v.transcript is None for v in views())
+    shown, panel = views()
+    assert shown.timeline == []
+    assert shown.transcript is None
+    assert panel.timeline == []
+    assert panel.view.transcript is None
     monkeypatch.setattr(trial_module, "SCENARIO_NAME_PATTERN", r".*")
-    for breached in views():
-        assert [e.kind for e in breached.timeline] == ["header", "text", "usage"]
+    shown, panel = views()
+    assert [e.kind for e in shown.timeline] == ["header", "text", "usage"]
+    assert [item.kind for item in panel.timeline] == ["text", "usage"]

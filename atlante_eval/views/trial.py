@@ -82,8 +82,14 @@ class CheckView(OutputModel):
     """The evidence as recorded."""
 
 
-class TimelineEntry(OutputModel):
-    """One transcript entry, by the transcript contract's field names."""
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    """One transcript entry, by the transcript contract's field names.
+
+    A plain dataclass, not a model: a page reads tens of thousands of entries,
+    built here from decoded JSON (nothing to validate), and a :class:`TrialView`
+    holding them keeps them as they are.
+    """
 
     kind: str
     """Entry kind; unknown kinds read as ``raw``."""
@@ -142,7 +148,9 @@ def _entry(value: object) -> TimelineEntry:
     kind = value.get("kind")
     if not isinstance(kind, str) or kind not in KNOWN_KINDS:
         return TimelineEntry(kind="raw", t=stamp, data={"event": value})
-    data = {k: v for k, v in value.items() if k not in ("kind", "t")}
+    data = dict(value)
+    del data["kind"]
+    data.pop("t", None)
     return TimelineEntry(kind=kind, t=stamp, data=data)
 
 

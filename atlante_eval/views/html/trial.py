@@ -119,7 +119,11 @@ class TrialPanel:
     """One trial's view, laid out for the page: what the page adds to :class:`TrialView`."""
 
     view: TrialView
-    """The trial, as ``show`` sees it (the template reads verdict, cause, figures from it)."""
+    """The trial as ``show`` sees it (the template reads verdict, cause, checks from it).
+
+    Its ``timeline`` is emptied once laid out into :attr:`timeline`: a page holds
+    every trial's panel at once, and needs only the entries it shows.
+    """
     anchor: str
     """The panel's id in the page."""
     error: Capped | None
@@ -333,7 +337,7 @@ def trial_panel(
     if run_dir is not None:
         links = [Link(PurePosixPath(n).name, _href(run_dir / n, links_from)) for n in view.files]
     return TrialPanel(
-        view=view,
+        view=view.model_copy(update={"timeline": []}),
         anchor=anchor,
         error=cap(view.error) if view.error else None,
         checks=[(check, cap(check.evidence)) for check in view.checks],
