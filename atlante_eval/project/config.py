@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -53,8 +53,10 @@ __all__ = [
     "load_project",
 ]
 
+#: The configuration format versions this version reads.
+ConfigVersion = Literal["0.1", "0.2"]
 #: Document schema URIs and their versions.
-SCHEMA_URIS: dict[str, Literal["0.1", "0.2"]] = {
+SCHEMA_URIS: dict[str, ConfigVersion] = {
     "https://atlante.sh/schema/v0.1/schema.json": "0.1",
     "https://atlante.sh/schema/v0.2/schema.json": "0.2",
 }
@@ -260,7 +262,7 @@ class Project:
 
     root: Path
     config_path: Path
-    schema_version: Literal["0.1", "0.2"]
+    schema_version: ConfigVersion
     document: ProjectDocument
     text: str
 
@@ -333,64 +335,93 @@ def load_project(path: Path | str | None = None) -> Project:
     """
     config_path = find_config(path)
     source = config_path.name
+    text, value = _read_config(config_path, source)
+    version = _schema_version(value, text, source)
+    document = _validate_config(value, text, version, source)
+    return Project(
+        root=config_path.parent,
+        config_path=config_path,
+        schema_version=version,
+        document=document,
+        text=text,
+    )
+
+
+def _fail(code: str, message: str, **fields: object) -> DiagnosticError:
+    """The one-diagnostic error that stops loading the configuration."""
+    return DiagnosticError([error(code, message, **fields)])
+
+
+def _read_config(config_path: Path, source: str) -> tuple[str, dict[str, Any]]:
+    """Read the configuration file: its text and the JSON object it holds.
+
+    Raises:
+        DiagnosticError: ``config-unreadable``, ``malformed-jsonc``, or
+            ``invalid-document`` when it is not an object.
+    """
     jsonc = not config_path.name.endswith(".json")
     try:
         text = read_document(config_path, follow_symlinks=True)
     except DocumentReadError as exc:
-        raise DiagnosticError(
-            [
-                error(
-                    "config-unreadable",
-                    f"the configuration {exc}",
-                    source=source,
-                    next="save the configuration as a UTF-8 text file of at most 1 MiB",
-                )
-            ]
+        raise _fail(
+            "config-unreadable",
+            f"the configuration {exc}",
+            source=source,
+            next="save the configuration as a UTF-8 text file of at most 1 MiB",
         ) from None
     try:
         value = parse_document(text, jsonc=jsonc)
     except DocumentParseError as exc:
-        raise DiagnosticError(
-            [
-                error(
-                    "malformed-jsonc",
-                    f"malformed {'JSONC' if jsonc else 'JSON'}: {exc.message}",
-                    source=source,
-                    location=Location(line=exc.line, column=exc.column),
-                    next="fix the syntax error at the position shown",
-                )
-            ]
+        raise _fail(
+            "malformed-jsonc",
+            f"malformed {'JSONC' if jsonc else 'JSON'}: {exc.message}",
+            source=source,
+            location=Location(line=exc.line, column=exc.column),
+            next="fix the syntax error at the position shown",
         ) from None
     if not isinstance(value, dict):
-        raise DiagnosticError(
-            [
-                error(
-                    "invalid-document",
-                    f"the configuration must be a JSON object, not {_json_kind(value)}",
-                    source=source,
-                    location=Location(line=1, column=1),
-                    next=f"wrap the configuration in {{...}}; {_CONFIG_DOCS}",
-                )
-            ]
+        raise _fail(
+            "invalid-document",
+            f"the configuration must be a JSON object, not {_json_kind(value)}",
+            source=source,
+            location=Location(line=1, column=1),
+            next=f"wrap the configuration in {{...}}; {_CONFIG_DOCS}",
         )
+    return text, value
+
+
+def _schema_version(value: dict[str, Any], text: str, source: str) -> ConfigVersion:
+    """The configuration format version its ``$schema`` declares.
+
+    Raises:
+        DiagnosticError: ``unsupported-schema`` when it declares none this version reads.
+    """
     declared = value.get("$schema")
     version = SCHEMA_URIS.get(declared) if isinstance(declared, str) else None
     if version is None:
-        raise DiagnosticError(
-            [
-                error(
-                    "unsupported-schema",
-                    f"unsupported configuration $schema {declared!r}"
-                    if declared is not None
-                    else "the configuration has no $schema",
-                    source=source,
-                    pointer="/$schema",
-                    location=location_of(text, "/$schema"),
-                    expected=" or ".join(SCHEMA_URIS),
-                    next='set "$schema" to one of the expected URIs',
-                )
-            ]
+        raise _fail(
+            "unsupported-schema",
+            f"unsupported configuration $schema {declared!r}"
+            if declared is not None
+            else "the configuration has no $schema",
+            source=source,
+            pointer="/$schema",
+            location=location_of(text, "/$schema"),
+            expected=" or ".join(SCHEMA_URIS),
+            next='set "$schema" to one of the expected URIs',
         )
+    return version
+
+
+def _validate_config(
+    value: dict[str, Any], text: str, version: ConfigVersion, source: str
+) -> ProjectDocument:
+    """Validate the document, then require an eval section whose host is materialized.
+
+    Raises:
+        DiagnosticError: ``invalid-document`` (one per problem), ``eval-not-configured``
+            or ``eval-host-not-materialized``.
+    """
     try:
         document = ProjectDocument.model_validate(value, context={"schema_version": version})
     except ValidationError as exc:
@@ -405,40 +436,25 @@ def load_project(path: Path | str | None = None) -> Project:
             )
         ) from None
     if document.eval is None:
-        raise DiagnosticError(
-            [
-                error(
-                    "eval-not-configured",
-                    "the configuration has no eval section",
-                    source=source,
-                    next='add an "eval" section with a host and a scenarios glob '
-                    "(see docs/configuration.md)",
-                )
-            ]
+        raise _fail(
+            "eval-not-configured",
+            "the configuration has no eval section",
+            source=source,
+            next='add an "eval" section with a host and a scenarios glob '
+            "(see docs/configuration.md)",
         )
     if document.eval.host not in document.hosts:
-        raise DiagnosticError(
-            [
-                error(
-                    "eval-host-not-materialized",
-                    f'eval.host "{document.eval.host}" is not one of the document hosts '
-                    f"{document.hosts}",
-                    source=source,
-                    pointer="/eval/host",
-                    location=location_of(text, "/eval/host"),
-                    expected=" or ".join(f'"{host}"' for host in document.hosts),
-                    next=f'add "{document.eval.host}" to "hosts", run `atlante build` '
-                    f"({ATLANTE_ABOUT}) and try again",
-                )
-            ]
+        raise _fail(
+            "eval-host-not-materialized",
+            f'eval.host "{document.eval.host}" is not one of the document hosts {document.hosts}',
+            source=source,
+            pointer="/eval/host",
+            location=location_of(text, "/eval/host"),
+            expected=" or ".join(f'"{host}"' for host in document.hosts),
+            next=f'add "{document.eval.host}" to "hosts", run `atlante build` '
+            f"({ATLANTE_ABOUT}) and try again",
         )
-    return Project(
-        root=config_path.parent,
-        config_path=config_path,
-        schema_version=version,
-        document=document,
-        text=text,
-    )
+    return document
 
 
 def _json_kind(value: object) -> str:

@@ -256,37 +256,47 @@ def discover_scenarios(
         glob_pointer: where the glob sits in that file.
         glob_location: line and column of the glob in that file.
     """
+    where = {"source": glob_source, "pointer": glob_pointer, "location": glob_location}
+    matches = _glob_matches(root, pattern, where)
+    if isinstance(matches, Diagnostic):
+        return Discovery((), (matches,))
+    return _load_all(root, matches, origin=origin, source_prefix=source_prefix)
+
+
+def _glob_matches(root: Path, pattern: str, where: Mapping[str, object]) -> list[str] | Diagnostic:
+    """The root-relative files ``pattern`` selects, or why it selects none.
+
+    ``where`` is the glob's place in the file that declared it (``source``,
+    ``pointer``, ``location``), for the diagnostic.
+    """
     problem = _glob_problem(pattern)
     if problem:
-        return Discovery(
-            (),
-            (
-                error(
-                    "invalid-scenario-glob",
-                    f"invalid scenario glob {pattern[:200]!r}: {problem}",
-                    source=glob_source,
-                    pointer=glob_pointer,
-                    location=glob_location,
-                    expected="a root-relative glob such as eval/scenarios/*.eval.json*",
-                    next="write the glob relative to the root, without a leading / or '..'",
-                ),
-            ),
+        return error(
+            "invalid-scenario-glob",
+            f"invalid scenario glob {pattern[:200]!r}: {problem}",
+            **where,
+            expected="a root-relative glob such as eval/scenarios/*.eval.json*",
+            next="write the glob relative to the root, without a leading / or '..'",
         )
     matches = glob_files(root, _normalize_glob(pattern))
     if not matches:
-        return Discovery(
-            (),
-            (
-                error(
-                    "empty-scenario-glob",
-                    f"scenario glob {pattern!r} matches no file",
-                    source=glob_source,
-                    pointer=glob_pointer,
-                    location=glob_location,
-                    next="author scenario documents under the configured location, or fix the glob",
-                ),
-            ),
+        return error(
+            "empty-scenario-glob",
+            f"scenario glob {pattern!r} matches no file",
+            **where,
+            next="author scenario documents under the configured location, or fix the glob",
         )
+    return list(matches)
+
+
+def _load_all(
+    root: Path, matches: Sequence[str], *, origin: Origin, source_prefix: str
+) -> Discovery:
+    """Load every matched document; refuse a name declared twice and a bad fixture.
+
+    A fixture is checked once, however many scenarios share it, and its problem
+    is reported once (:func:`_fixture_diagnostics`).
+    """
     diagnostics: list[Diagnostic] = []
     first_source: dict[str, str] = {}
     fixtures: dict[str, str | None] = {}

@@ -18,7 +18,7 @@ from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from .config import Project, load_project
 from .discovery import GLOB_LIMIT, PatternLimitException, discover_scenarios
 from .native import NativeOutputs, verify_native_outputs
-from .packs import discover_pack_suites, include_diagnostics, is_included
+from .packs import PackSuites, discover_pack_suites, include_diagnostics, is_included
 from .preflight import agent_diagnostics, git_diagnostics, name_diagnostics
 from .scenarios import Origin, Scenario
 from .validation import location_of
@@ -100,6 +100,39 @@ def load_suite(
     """
     project = load_project(path)
     config = project.eval
+    discovered, suites, warnings = _discover(project)
+    include_problems = include_diagnostics(project, suites)
+    if include_problems:
+        raise DiagnosticError(include_problems)
+    kept, left_out = _included(_filtered(discovered, scenario_filter), config.include)
+    warnings += left_out
+    incompatible = _host_diagnostics(kept, config.host)
+    if incompatible:
+        raise DiagnosticError([*incompatible, *warnings])
+    native = verify_native_outputs(project.root, config.host) if verify_native else None
+    if native is not None:
+        environment = [*agent_diagnostics(kept, native, config.host), *git_diagnostics()]
+        if environment:
+            raise DiagnosticError([*environment, *warnings])
+    return Suite(
+        project=project,
+        scenarios=tuple(sorted(kept, key=lambda s: s.name)),
+        native=native,
+        warnings=tuple(warnings),
+        discovered=discovered,
+    )
+
+
+def _discover(project: Project) -> tuple[tuple[Scenario, ...], PackSuites, list[Diagnostic]]:
+    """Discover the project's and the packs' scenarios, sorted; their names must be unique.
+
+    Returns:
+        Every scenario found, the packs' suites, and the warnings of discovery.
+
+    Raises:
+        DiagnosticError: any discovery error, or a name used twice or not a name.
+    """
+    config = project.eval
     problems: list[Diagnostic] = []
     local: tuple[Scenario, ...] = ()
     if config.scenarios is not None:
@@ -119,38 +152,46 @@ def load_suite(
     problems.extend(name_diagnostics(discovered))
     if any(problem.severity == "error" for problem in problems):
         raise DiagnosticError(problems)
-    discovery_warnings = [problem for problem in problems if problem.severity == "warning"]
+    return discovered, suites, [p for p in problems if p.severity == "warning"]
 
-    include_problems = include_diagnostics(project, suites)
-    if include_problems:
-        raise DiagnosticError(include_problems)
 
-    selected = list(discovered)
+def _filtered(discovered: Sequence[Scenario], scenario_filter: Sequence[str]) -> list[Scenario]:
+    """The scenarios ``--scenario`` keeps (all without one); each pattern must match one.
+
+    Raises:
+        DiagnosticError: ``invalid-option`` for a pattern that expands too far,
+            ``unknown-scenario-filter`` for one that matches nothing.
+    """
     _check_filters(scenario_filter)
-    if scenario_filter:
-        names = sorted({s.name for s in discovered})
-        unknown = sorted(
-            f for f in set(scenario_filter) if not fnmatch.filter(names, f, flags=_NAME_FLAGS)
+    if not scenario_filter:
+        return list(discovered)
+    names = sorted({s.name for s in discovered})
+    unknown = sorted(
+        f for f in set(scenario_filter) if not fnmatch.filter(names, f, flags=_NAME_FLAGS)
+    )
+    if unknown:
+        raise DiagnosticError(
+            [
+                error(
+                    "unknown-scenario-filter",
+                    f"--scenario matches no discovered scenario: {', '.join(unknown)}",
+                    expected=", ".join(names) or "(none discovered)",
+                    next="check the names with `atlante-eval list`",
+                )
+            ]
         )
-        if unknown:
-            raise DiagnosticError(
-                [
-                    error(
-                        "unknown-scenario-filter",
-                        f"--scenario matches no discovered scenario: {', '.join(unknown)}",
-                        expected=", ".join(names) or "(none discovered)",
-                        next="check the names with `atlante-eval list`",
-                    )
-                ]
-            )
-        selected = [
-            s for s in selected if fnmatch.fnmatch(s.name, list(scenario_filter), flags=_NAME_FLAGS)
-        ]
+    patterns = list(scenario_filter)
+    return [s for s in discovered if fnmatch.fnmatch(s.name, patterns, flags=_NAME_FLAGS)]
 
-    warnings: list[Diagnostic] = list(discovery_warnings)
+
+def _included(
+    selected: Sequence[Scenario], include: list[str] | None
+) -> tuple[list[Scenario], list[Diagnostic]]:
+    """Keep the scenarios ``eval.include`` lets run; warn about each pack scenario it does not."""
     kept: list[Scenario] = []
+    warnings: list[Diagnostic] = []
     for scenario in selected:
-        if is_included(scenario, config.include):
+        if is_included(scenario, include):
             kept.append(scenario)
             continue
         warnings.append(
@@ -162,34 +203,20 @@ def load_suite(
                 next=f'add "{scenario.origin.package_name}" to eval.include to run it',
             )
         )
+    return kept, warnings
 
-    incompatible = [
+
+def _host_diagnostics(kept: Sequence[Scenario], host: str) -> list[Diagnostic]:
+    """An error for each pack scenario that declares a host other than the project's."""
+    return [
         error(
             "eval-pack-host-incompatible",
             f'pack scenario "{s.name}" from {s.origin.label} declares host "{s.declared_host}", '
-            f'but the project runs "{config.host}"',
+            f'but the project runs "{host}"',
             source=s.source,
-            expected=f'a suite for "{config.host}" or a host-neutral suite',
+            expected=f'a suite for "{host}" or a host-neutral suite',
             next="remove the pack from eval.include, or switch eval.host",
         )
         for s in kept
-        if s.declared_host is not None and s.declared_host != config.host
+        if s.declared_host is not None and s.declared_host != host
     ]
-    if incompatible:
-        raise DiagnosticError([*incompatible, *warnings])
-
-    native = verify_native_outputs(project.root, config.host) if verify_native else None
-    if native is not None:
-        environment = [
-            *agent_diagnostics(kept, native, config.host),
-            *git_diagnostics(),
-        ]
-        if environment:
-            raise DiagnosticError([*environment, *warnings])
-    return Suite(
-        project=project,
-        scenarios=tuple(sorted(kept, key=lambda s: s.name)),
-        native=native,
-        warnings=tuple(warnings),
-        discovered=discovered,
-    )
