@@ -306,12 +306,11 @@ async def test_cause_lines_say_why_each_behaviour_check_failed() -> None:
     assert lines[10] == 'no assistant text contains "TESTS PASS"'
 
 
-def test_regex_fields_name_every_pattern_a_behaviour_check_holds() -> None:
+def test_patterns_name_every_regular_expression_a_check_holds() -> None:
     """What pattern validation (compile check, nested-quantifier warning) must look at."""
-    from atlante_eval.project.behaviour import regex_fields
 
     def fields(check: dict[str, Any]) -> list[tuple[str, str]]:
-        return regex_fields(CHECK.validate_python(check))
+        return CHECK.validate_python(check).patterns()
 
     assert fields({"type": "tool-used", "kind": "shell", "inputMatches": "(a+)+"}) == [
         ("inputMatches", "(a+)+")
@@ -324,6 +323,13 @@ def test_regex_fields_name_every_pattern_a_behaviour_check_holds() -> None:
     ]
     assert fields({"type": "transcript-contains", "pattern": "x+"}) == []
     assert fields({"type": "skill-used", "skill": "s"}) == []
+    assert fields({"type": "command", "run": ["x"], "outputMatches": "ok"}) == [
+        ("outputMatches", "ok")
+    ]
+    assert fields({"type": "file-contains", "path": "a", "pattern": "b+", "regex": True}) == [
+        ("pattern", "b+")
+    ]
+    assert fields({"type": "file-contains", "path": "a", "pattern": "b+"}) == []
 
 
 @pytest.mark.anyio

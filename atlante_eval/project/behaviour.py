@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..transcript import ToolKind
-from .validation import NonEmptyStr, Regex, StrictModel, check_regex
+from .validation import CheckModel, NonEmptyStr, Regex, check_regex
 
 __all__ = [
     "BehaviourCheck",
@@ -24,13 +24,12 @@ __all__ = [
     "ToolNotUsedCheck",
     "ToolUsedCheck",
     "TranscriptContainsCheck",
-    "regex_fields",
 ]
 
 Count = Annotated[int, Field(ge=0)]
 
 
-class _Counted(StrictModel):
+class _Counted(CheckModel):
     """``min`` / ``max`` bounds on how often something happened (default: at least once)."""
 
     min: Count = 1
@@ -63,7 +62,7 @@ class SubagentUsedCheck(_Counted):
     """The subagent's type or name."""
 
 
-class _ToolSelector(StrictModel):
+class _ToolSelector(CheckModel):
     """Which tool calls a check counts: by host-native name or host-neutral kind."""
 
     tool: NonEmptyStr | None = None
@@ -78,6 +77,10 @@ class _ToolSelector(StrictModel):
         if (self.tool is None) == (self.kind is None):
             raise ValueError('set exactly one of "tool" (a host-native name) or "kind"')
         return self
+
+    def patterns(self) -> list[tuple[str, str]]:
+        """``inputMatches``, when set."""
+        return [] if self.input_matches is None else [("inputMatches", self.input_matches)]
 
 
 class ToolUsedCheck(_ToolSelector, _Counted):
@@ -94,7 +97,7 @@ class ToolNotUsedCheck(_ToolSelector):
     """Check type."""
 
 
-class MaxToolCallsCheck(StrictModel):
+class MaxToolCallsCheck(CheckModel):
     """Pass when the trial made at most ``max`` tool calls (subagents' calls included)."""
 
     type: Literal["max-tool-calls"]
@@ -103,7 +106,7 @@ class MaxToolCallsCheck(StrictModel):
     """Most tool calls that pass."""
 
 
-class MaxTurnsCheck(StrictModel):
+class MaxTurnsCheck(CheckModel):
     """Pass when the session took at most ``max`` turns, as the host counted them."""
 
     type: Literal["max-turns"]
@@ -112,7 +115,7 @@ class MaxTurnsCheck(StrictModel):
     """Most turns that pass."""
 
 
-class TranscriptContainsCheck(StrictModel):
+class TranscriptContainsCheck(CheckModel):
     """Pass when the assistant's text contains a literal string or matches a regular expression."""
 
     type: Literal["transcript-contains"]
@@ -129,19 +132,9 @@ class TranscriptContainsCheck(StrictModel):
             check_regex(value)
         return value
 
-
-def regex_fields(check: object) -> list[tuple[str, str]]:
-    """The regular expressions a behaviour check holds, as ``(key, pattern)`` pairs.
-
-    For validation that looks at every pattern (``inputMatches``, and
-    ``transcript-contains``'s ``pattern`` when ``regex`` is true); any other
-    check holds none.
-    """
-    if isinstance(check, ToolUsedCheck | ToolNotUsedCheck) and check.input_matches is not None:
-        return [("inputMatches", check.input_matches)]
-    if isinstance(check, TranscriptContainsCheck) and check.regex:
-        return [("pattern", check.pattern)]
-    return []
+    def patterns(self) -> list[tuple[str, str]]:
+        """``pattern``, when ``regex`` is true."""
+        return [("pattern", self.pattern)] if self.regex else []
 
 
 #: Every behaviour check model.

@@ -26,13 +26,10 @@ from .._util.jsondoc import DocumentParseError, DocumentReadError, parse_documen
 from .._util.paths import FORBIDDEN_SEGMENTS, split_segments
 from .._util.patterns import PATTERN_TIMEOUT_MS, has_nested_quantifier
 from ..diagnostics import Diagnostic, Location, error, sort_diagnostics, warning
-from .behaviour import regex_fields
 from .scenarios import (
     EXTENDED_SCENARIO_SCHEMA_URI,
     SCENARIO_MODELS,
     SCENARIO_SCHEMA_URI,
-    CommandCheck,
-    FileContainsCheck,
     Origin,
     Scenario,
 )
@@ -431,15 +428,11 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
 
 def _patterns(scenario: Scenario) -> list[tuple[str, str]]:
     """Every regular expression of the scenario's checks, as ``(pointer, pattern)``."""
-    found: list[tuple[str, str]] = []
-    for index, check in enumerate(scenario.document.checks):
-        if isinstance(check, FileContainsCheck) and check.regex:
-            found.append((f"/checks/{index}/pattern", check.pattern))
-        elif isinstance(check, CommandCheck) and check.output_matches is not None:
-            found.append((f"/checks/{index}/outputMatches", check.output_matches))
-        else:
-            found.extend((f"/checks/{index}/{key}", source) for key, source in regex_fields(check))
-    return found
+    return [
+        (f"/checks/{index}/{key}", pattern)
+        for index, check in enumerate(scenario.document.checks)
+        for key, pattern in check.patterns()
+    ]
 
 
 def _pattern_warnings(scenario: Scenario) -> list[Diagnostic]:

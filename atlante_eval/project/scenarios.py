@@ -33,7 +33,7 @@ from .behaviour import (
     ToolUsedCheck,
     TranscriptContainsCheck,
 )
-from .validation import NonEmptyStr, Regex, SandboxPath, StrictModel
+from .validation import CheckModel, NonEmptyStr, Regex, SandboxPath, StrictModel
 
 __all__ = [
     "CHECK_TIMEOUT_DEFAULT_MS",
@@ -81,7 +81,7 @@ SCENARIO_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 TimeoutMs = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_MS)]
 
 
-class CommandCheck(StrictModel):
+class CommandCheck(CheckModel):
     """Run an argv in the sandbox root (never through a shell) and test its exit and output."""
 
     type: Literal["command"]
@@ -95,8 +95,12 @@ class CommandCheck(StrictModel):
     timeout_ms: TimeoutMs = CHECK_TIMEOUT_DEFAULT_MS
     """Timeout of the command; on expiry the check fails with ``timedOut: true``."""
 
+    def patterns(self) -> list[tuple[str, str]]:
+        """``outputMatches``, when set."""
+        return [] if self.output_matches is None else [("outputMatches", self.output_matches)]
 
-class FileExistsCheck(StrictModel):
+
+class FileExistsCheck(CheckModel):
     """Pass when a non-symlink path exists (file or directory)."""
 
     type: Literal["file-exists"]
@@ -105,7 +109,7 @@ class FileExistsCheck(StrictModel):
     """Sandbox-relative path."""
 
 
-class FileAbsentCheck(StrictModel):
+class FileAbsentCheck(CheckModel):
     """Pass when no non-symlink path exists."""
 
     type: Literal["file-absent"]
@@ -114,7 +118,7 @@ class FileAbsentCheck(StrictModel):
     """Sandbox-relative path."""
 
 
-class FileUnchangedCheck(StrictModel):
+class FileUnchangedCheck(CheckModel):
     """Pass when the regular file's SHA-256 equals its pre-trial value (missing = null)."""
 
     type: Literal["file-unchanged"]
@@ -123,7 +127,7 @@ class FileUnchangedCheck(StrictModel):
     """Sandbox-relative path."""
 
 
-class FileContainsCheck(StrictModel):
+class FileContainsCheck(CheckModel):
     """Pass when a file contains a literal string, or matches a regular expression."""
 
     type: Literal["file-contains"]
@@ -146,8 +150,12 @@ class FileContainsCheck(StrictModel):
                 )
         return value
 
+    def patterns(self) -> list[tuple[str, str]]:
+        """``pattern``, when ``regex`` is true."""
+        return [("pattern", self.pattern)] if self.regex else []
 
-class DiffAllowlistCheck(StrictModel):
+
+class DiffAllowlistCheck(CheckModel):
     """Pass when every path changed since the baseline is listed in ``allow``."""
 
     type: Literal["diff-allowlist"]

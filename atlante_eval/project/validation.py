@@ -27,6 +27,7 @@ from ..diagnostics import Diagnostic, Location, error
 __all__ = [
     "BEHAVIOUR_CHECK_TAGS",
     "CHECK_TAGS",
+    "CheckModel",
     "NonEmptyStr",
     "Regex",
     "SandboxPath",
@@ -49,6 +50,18 @@ class StrictModel(BaseModel):
     )
     __field_docs__: ClassVar[bool] = True
     """Field docstrings are read when a JSON Schema is generated (:mod:`.fielddocs`)."""
+
+
+class CheckModel(StrictModel):
+    """Base of every check type's scenario model."""
+
+    def patterns(self) -> list[tuple[str, str]]:
+        """The regular expressions this check holds, as ``(key, pattern)`` pairs.
+
+        Validation warns about each one that may backtrack for long; a check type
+        with a regular-expression field returns it here (none by default).
+        """
+        return []
 
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
