@@ -64,13 +64,11 @@ from .findings import (
     Role,
     ScenarioSelftest,
     SelftestResult,
-    SolutionSearch,
     analyse,
     describe_check,
-    find_solutions,
 )
 from .mutants import apply_mutant, generic_mutants
-from .solutions import Solution, SolutionError, apply_solution
+from .solutions import Solution, SolutionError, SolutionSearch, apply_solution, find_solutions
 
 __all__ = [
     "DEFAULT_SELFTEST_JOBS",

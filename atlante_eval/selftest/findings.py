@@ -16,26 +16,17 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import Field
 
-from .._util.paths import display_path
 from ..checks import CHECK_KINDS
 from ..choices import BehaviourCheckType
 from ..diagnostics import Diagnostic, Location, error, warning
-from ..project import AnyCheck, DiffAllowlistCheck, Plan, Scenario, Suite, location_of
+from ..project import AnyCheck, DiffAllowlistCheck, Plan, Scenario, location_of
 from ..report import CheckResult, OutputModel, TrialResult, Verdict
 from .mutants import Mutant
-from .solutions import (
-    Solution,
-    SolutionError,
-    load_solution,
-    solution_bases,
-    solution_directory,
-    unknown_solution_warnings,
-)
+from .solutions import Solution, SolutionSearch
 
 __all__ = [
     "NULL_TRIAL",
@@ -47,10 +38,8 @@ __all__ = [
     "Role",
     "ScenarioSelftest",
     "SelftestResult",
-    "SolutionSearch",
     "analyse",
     "describe_check",
-    "find_solutions",
 ]
 
 #: Trial index of the null agent in each scenario.
@@ -422,47 +411,6 @@ def _check_allow(scenario: Scenario, index: int) -> list[str]:
     """The ``allow`` list of the diff-allowlist check at ``index``."""
     check = scenario.document.checks[index]
     return list(check.allow) if isinstance(check, DiffAllowlistCheck) else []
-
-
-@dataclass(frozen=True, slots=True)
-class SolutionSearch:
-    """The solutions of the selected scenarios: valid, invalid and missing ones."""
-
-    found: dict[str, Solution]
-    invalid: dict[str, Diagnostic]
-    missing: dict[str, str]
-    """Scenario name -> where its solution was looked for."""
-    warnings: list[Diagnostic]
-
-
-def find_solutions(suite: Suite, solutions: Path | None) -> SolutionSearch:
-    """Look up and validate the reference solution of every selected scenario."""
-    root = suite.project.root
-    found: dict[str, Solution] = {}
-    invalid: dict[str, Diagnostic] = {}
-    missing: dict[str, str] = {}
-    for scenario in suite.scenarios:
-        directory = solution_directory(scenario, solutions)
-        label = display_path(directory, root)
-        try:
-            solution = load_solution(directory, scenario=scenario.name, label=label)
-        except SolutionError as exc:
-            invalid[scenario.name] = error(
-                "selftest-solution-invalid",
-                f'the reference solution of "{scenario.name}" is invalid: {exc}',
-                source=label,
-                expected="a directory with files/ (a tree to copy) and/or delete.json "
-                "(an array of paths)",
-                next="fix the solution directory (see docs/writing-scenarios.md)",
-            )
-            continue
-        if solution is None:
-            missing[scenario.name] = label
-        else:
-            found[scenario.name] = solution
-    names = {s.name for s in suite.discovered}
-    stray = unknown_solution_warnings(solution_bases(suite.discovered, solutions), names, root=root)
-    return SolutionSearch(found=found, invalid=invalid, missing=missing, warnings=stray)
 
 
 def _no_change_findings(

@@ -24,7 +24,8 @@ directories (no symbolic links, no ``.git`` or ``node_modules``), and every path
 must be a safe sandbox-relative path. When a solution is applied, every target is
 re-checked with :func:`atlante_eval._util.paths.resolve_no_follow`, so a symbolic link
 planted by a setup command cannot redirect a write or a deletion outside the
-sandbox.
+sandbox. :func:`find_solutions` looks up and validates the solution of every
+selected scenario at once, for a selftest.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from .._util.paths import (
     resolve_no_follow,
     sandbox_path_problem,
 )
-from ..diagnostics import Diagnostic, warning
-from ..project import SCENARIO_NAME_PATTERN, Scenario
+from ..diagnostics import Diagnostic, error, warning
+from ..project import SCENARIO_NAME_PATTERN, Scenario, Suite
 from ..transcript import HeaderEntry, RawEntry, TranscriptEntry, parse_entry
 from ..trial import remove_tree
 
@@ -59,7 +60,9 @@ __all__ = [
     "SOLUTION_TRANSCRIPT",
     "Solution",
     "SolutionError",
+    "SolutionSearch",
     "apply_solution",
+    "find_solutions",
     "load_solution",
     "solution_bases",
     "solution_directory",
@@ -451,3 +454,44 @@ def solution_bases(scenarios: Sequence[Scenario], solutions: Path | None) -> lis
     if solutions is not None:
         return [solutions]
     return sorted({s.path.parent / SOLUTIONS_DIRNAME for s in scenarios})
+
+
+@dataclass(frozen=True, slots=True)
+class SolutionSearch:
+    """The solutions of the selected scenarios: valid, invalid and missing ones."""
+
+    found: dict[str, Solution]
+    invalid: dict[str, Diagnostic]
+    missing: dict[str, str]
+    """Scenario name -> where its solution was looked for."""
+    warnings: list[Diagnostic]
+
+
+def find_solutions(suite: Suite, solutions: Path | None) -> SolutionSearch:
+    """Look up and validate the reference solution of every selected scenario."""
+    root = suite.project.root
+    found: dict[str, Solution] = {}
+    invalid: dict[str, Diagnostic] = {}
+    missing: dict[str, str] = {}
+    for scenario in suite.scenarios:
+        directory = solution_directory(scenario, solutions)
+        label = display_path(directory, root)
+        try:
+            solution = load_solution(directory, scenario=scenario.name, label=label)
+        except SolutionError as exc:
+            invalid[scenario.name] = error(
+                "selftest-solution-invalid",
+                f'the reference solution of "{scenario.name}" is invalid: {exc}',
+                source=label,
+                expected="a directory with files/ (a tree to copy) and/or delete.json "
+                "(an array of paths)",
+                next="fix the solution directory (see docs/writing-scenarios.md)",
+            )
+            continue
+        if solution is None:
+            missing[scenario.name] = label
+        else:
+            found[scenario.name] = solution
+    names = {s.name for s in suite.discovered}
+    stray = unknown_solution_warnings(solution_bases(suite.discovered, solutions), names, root=root)
+    return SolutionSearch(found=found, invalid=invalid, missing=missing, warnings=stray)
