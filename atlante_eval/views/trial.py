@@ -16,11 +16,9 @@ models is as recorded (untrusted): renderers escape it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..project import SCENARIO_NAME_PATTERN
 from ..report import CheckResult, MetaConfig, OutputModel, RunFiles, TrialResult
 from ..transcript import RAW_FILE, TRANSCRIPT_FILE, decode_transcript
 from .causes import evidence_line, trial_cause
@@ -200,9 +198,9 @@ class _Recorded:
 
 def _recorded(files: RunFiles | None, scenario: str, index: int, caps: TranscriptCaps) -> _Recorded:
     """Read the trial's transcript and list its files, by descriptor; nothing when unsafe."""
-    if files is None or not re.fullmatch(SCENARIO_NAME_PATTERN, scenario):
+    if files is None:
         return _Recorded()
-    trial_files = files.trial(scenario, index, create=False)
+    trial_files = files.trial(scenario, index, create=False)  # None for a name like ../x
     if trial_files is None:
         return _Recorded()
     with trial_files:
@@ -232,7 +230,7 @@ def build_trial_view(
     Args:
         trial: the trial's result in the report.
         run_id: the report's run id.
-        scenario: the scenario's name; a name that is not a scenario name reads no file.
+        scenario: the scenario's name (one that is no single path component reads no file).
         config: the run's budget (``meta.config``), which the cause names.
         files: the run directory, held open; ``None`` when there is none to read.
         caps: how much of the transcript this view reads.
