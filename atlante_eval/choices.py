@@ -23,6 +23,7 @@ __all__ = [
     "CheckType",
     "CoreCheckType",
     "FailOn",
+    "GatewayMode",
     "HistoryBackend",
     "HostName",
     "IsolationMode",
@@ -72,6 +73,9 @@ HostName = Literal["opencode", "claude-code"]
 #: How trials are contained (docs/isolation.md): ``eval.isolation``, ``run --isolation``,
 #: ``selftest --isolation``; resolved by ``run.isolate.resolve_isolation``.
 IsolationMode = Literal["none", "os"]
+#: Whether trials reach their model through the engine's gateway (docs/gateway.md):
+#: ``eval.gateway``, ``run --gateway``, ``selftest --gateway``; ``off`` is the reference's way.
+GatewayMode = Literal["on", "off"]
 #: The history store's backends: the one key of ``history.backends.BACKENDS``.
 HistoryBackend = Literal["sqlite", "postgresql"]
 #: ``--balance``: how ``--shard I/N`` splits the plan (docs/scaling.md).

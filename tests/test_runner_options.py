@@ -140,8 +140,8 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
         shlex.split(
             "--scenario a* --scenario b --trials 2 --jobs 3 --out reports --keep --pass-env "
             "FOO --retry-infra 1 --resume earlier --shard 2/3 --balance duration --balance-from "
-            "durations.json --last-failed --no-html --isolation os --history h.sqlite "
-            "--alert-webhook http://127.0.0.1:9/hook --limit memoryMb=512 --limit cpus=0.5"
+            "durations.json --last-failed --no-html --isolation os --gateway off --history "
+            "h.sqlite --alert-webhook http://127.0.0.1:9/hook --limit memoryMb=512 --limit cpus=0.5"
         ),
         {
             "scenarios": ["a*", "b"],
@@ -158,6 +158,7 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "last_failed": True,
             "html": False,
             "isolation": "os",
+            "gateway": "off",
             "history": True,
             "history_url": "h.sqlite",
             "alert_webhook": "http://127.0.0.1:9/hook",
@@ -216,6 +217,7 @@ def test_the_cli_and_run_eval_build_the_same_options_and_forward_every_one(
         ("--shard", "3/2", "shard", "3/2"),
         ("--pass-env", "A=B", "pass_env", ["A=B"]),
         ("--isolation", "vm", "isolation", "vm"),
+        ("--gateway", "maybe", "gateway", "maybe"),
         ("--min-trials", "0", "min_trials", 0),
         ("--max-cost", "0", "max_cost", 0),
         ("--margin", "1.5", "margin", 1.5),

@@ -21,7 +21,7 @@ from typer.core import TyperCommand
 
 from .._util.terminal import safe_diagnostic, use_color
 from .._version import __version__
-from ..choices import IsolationMode
+from ..choices import GatewayMode, IsolationMode
 
 if TYPE_CHECKING:
     from typer import _click as click  # the click typer bundles: types only
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
 
 __all__ = [
+    "GATEWAY_METAVAR",
     "ISOLATION_METAVAR",
     "OutOption",
     "PathArg",
@@ -125,6 +126,8 @@ OutOption = Annotated[
 #: by the library (``run.isolate.isolation_mode``), so ``run`` and ``selftest``
 #: refuse a bad one with the same diagnostic as the Python API.
 ISOLATION_METAVAR = f"<{'|'.join(get_args(IsolationMode))}>"
+#: ``--gateway``'s metavar, checked by the library (``run.options.gateway_mode``) likewise.
+GATEWAY_METAVAR = f"<{'|'.join(get_args(GatewayMode))}>"
 
 
 def positive_int(

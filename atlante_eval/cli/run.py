@@ -12,7 +12,15 @@ import typer
 
 from .._util.terminal import printable, use_color
 from ..choices import LogFormat, ShardBalancing
-from .app import ISOLATION_METAVAR, OutOption, PathArg, app, guarded, print_diagnostics
+from .app import (
+    GATEWAY_METAVAR,
+    ISOLATION_METAVAR,
+    OutOption,
+    PathArg,
+    app,
+    guarded,
+    print_diagnostics,
+)
 
 if TYPE_CHECKING:
     import anyio
@@ -208,6 +216,17 @@ def run(
             show_default=False,
         ),
     ] = None,
+    gateway: Annotated[
+        str | None,
+        typer.Option(
+            "--gateway",
+            metavar=GATEWAY_METAVAR,
+            help="Send each trial's model calls through the engine's gateway, which meters "
+            "them from the provider's responses and keeps API keys out of the sandbox (on), "
+            "or let the host call its provider directly (off). Default: eval.gateway, else on.",
+            show_default=False,
+        ),
+    ] = None,
     no_history: Annotated[
         bool,
         typer.Option("--no-history", help="Do not record the run in the history store."),
@@ -275,6 +294,7 @@ def run(
             alpha=alpha,
             html=not no_html,
             isolation=isolation,
+            gateway=gateway,
             history=not no_history,
             history_url=history,
             alert_webhook=alert_webhook,

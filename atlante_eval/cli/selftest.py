@@ -16,6 +16,7 @@ import typer
 
 from ..choices import DEFAULT_SELFTEST_JOBS
 from .app import (
+    GATEWAY_METAVAR,
     ISOLATION_METAVAR,
     OutOption,
     PathArg,
@@ -176,6 +177,16 @@ def selftest(
             show_default=False,
         ),
     ] = None,
+    gateway: Annotated[
+        str | None,
+        typer.Option(
+            "--gateway",
+            metavar=GATEWAY_METAVAR,
+            help="Start the engine's model gateway for the trials (on) or not (off); the "
+            "stand-in agents make no model call. Default: eval.gateway, else on.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Prove the suite sound without a model, host or credentials.
 
@@ -197,6 +208,7 @@ def selftest(
             out=out,
             keep=keep,
             isolation=isolation,
+            gateway=gateway,
             as_json=as_json,
         )
 
@@ -213,6 +225,7 @@ def selftest_command(
     keep: bool,
     isolation: str | None,
     as_json: bool,
+    gateway: str | None = None,
 ) -> int:
     """Selftest with progress lines on stderr, then print the outcome; return the exit status."""
     import anyio
@@ -231,6 +244,7 @@ def selftest_command(
             keep=keep,
             on_trial=_progress,
             isolation=isolation,
+            gateway=gateway,
         )
     )
     result = outcome.result

@@ -25,7 +25,7 @@ from pydantic import (
 
 from .._util.endpoints import EndpointError, parse_endpoint
 from .._util.jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
-from ..choices import HostName, IsolationMode
+from ..choices import GatewayMode, HostName, IsolationMode
 from ..diagnostics import ATLANTE_ABOUT, DiagnosticError, Location, error
 from ..history.location import parse_history_url
 from .scenarios import MAX_TIMEOUT_MS
@@ -183,6 +183,10 @@ class EvalConfig(StrictModel):
     """How trials are contained (additive; ``run --isolation`` overrides it)."""
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     """Network allow list under ``os`` isolation (additive)."""
+    gateway: GatewayMode = "on"
+    """Whether each trial's model calls go through the engine's gateway, which meters
+    them from the provider's responses (additive; ``run --gateway`` overrides it;
+    docs/gateway.md)."""
     history: NonEmptyStr | Literal[False] | None = None
     """The history store: a SQLite path (relative to the project root),
     ``postgresql://…``, or ``false`` for none (additive; default

@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Self, TypeVar
+from typing import Annotated, Any, Self, TypeVar, cast, get_args
 
 from pydantic import (
     AfterValidator,
@@ -29,7 +29,14 @@ from pydantic import (
     model_validator,
 )
 
-from ..choices import DEFAULT_ALPHA, DEFAULT_JOBS, DEFAULT_MARGIN, IsolationMode, ShardBalancing
+from ..choices import (
+    DEFAULT_ALPHA,
+    DEFAULT_JOBS,
+    DEFAULT_MARGIN,
+    GatewayMode,
+    IsolationMode,
+    ShardBalancing,
+)
 from ..diagnostics import Diagnostic, DiagnosticError, error
 from ..project import parse_trials
 from ..project.config import MAX_TRIALS, LimitsConfig
@@ -44,6 +51,7 @@ __all__ = [
     "Shard",
     "adaptive_problems",
     "balance_problems",
+    "gateway_mode",
     "options_from_keywords",
     "parse_shard",
     "run_options",
@@ -103,6 +111,28 @@ def _integer(
         )
 
     return parse
+
+
+def gateway_mode(raw: object) -> GatewayMode | None:
+    """Check a requested gateway mode; ``None`` means not asked (``eval.gateway`` applies).
+
+    Raises:
+        DiagnosticError: ``invalid-option`` (exit 2) for anything but ``on`` or ``off``.
+    """
+    if raw is None:
+        return None
+    for mode in get_args(GatewayMode):
+        if raw == mode:
+            return cast(GatewayMode, mode)
+    raise DiagnosticError(
+        [
+            error(
+                "invalid-option",
+                f"--gateway must be one of: on, off (got {raw!r})",
+                expected="on, off",
+            )
+        ]
+    )
 
 
 def _history_url(value: Any) -> str | None:
@@ -280,6 +310,9 @@ class RunOptions(BaseModel):
     """Write ``report.html`` beside ``report.json`` (``--no-html`` turns it off)."""
     isolation: Annotated[IsolationMode | None, _reads(isolation_mode)] = None
     """How trials are contained, overriding ``eval.isolation`` (docs/isolation.md)."""
+    gateway: Annotated[GatewayMode | None, _reads(gateway_mode)] = None
+    """Whether trials reach their model through the engine's gateway, overriding
+    ``eval.gateway`` (docs/gateway.md)."""
     history: bool = False
     """Record the run in the history store after publishing it (the CLI's default;
     ``--no-history`` turns it off; docs/history.md)."""
@@ -453,6 +486,7 @@ OPTION_FLAGS: dict[str, str] = {
     "margin": "--margin",
     "html": "--no-html",
     "isolation": "--isolation",
+    "gateway": "--gateway",
     "history": "--no-history",
     "history_url": "--history",
     "alert_webhook": "--alert-webhook",

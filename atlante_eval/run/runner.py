@@ -505,6 +505,7 @@ async def run_eval(
     alpha: float | None = None,
     html: bool = True,
     isolation: str | None = None,
+    gateway: str | None = None,
     history: bool = False,
     history_url: str | None = None,
     alert_webhook: str | None = None,
@@ -545,6 +546,8 @@ async def run_eval(
         html: also write ``report.html`` (a self-contained page) beside ``report.json``.
         isolation: ``"none"`` or ``"os"`` (see docs/isolation.md), overriding
             ``eval.isolation``; ``os`` fails before any trial when unavailable.
+        gateway: ``"on"`` or ``"off"``, overriding ``eval.gateway`` (default on): meter
+            each trial's model calls through the engine's gateway (docs/gateway.md).
         history: record the published run in the history store (``eval.history``, else
             ``.atlante/eval/history.sqlite``), alert on regressions against the blessed
             baseline and write ``$GITHUB_STEP_SUMMARY`` (docs/history.md). The CLI's
