@@ -72,6 +72,7 @@ from .publish import (
 )
 from .results import finalize, statistics_of, summarize
 from .run_files import TRIALS_DIR, RunFiles, TrialFiles
+from .usage import CostSource, GatewaySummary, TrialUsage, UsageSource
 
 __all__ = [
     "REPORT_FILE",
@@ -86,8 +87,10 @@ __all__ = [
     "CheckResult",
     "CheckVerdict",
     "CleanupFailure",
+    "CostSource",
     "DeniedAccess",
     "DiagnosticNotice",
+    "GatewaySummary",
     "LimitReached",
     "LimitsRecord",
     "Meta",
@@ -116,6 +119,8 @@ __all__ = [
     "TrialFinished",
     "TrialResult",
     "TrialStarted",
+    "TrialUsage",
+    "UsageSource",
     "Verdict",
     "atomic_write",
     "check_output_paths",

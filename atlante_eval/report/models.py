@@ -10,10 +10,12 @@ Everything beyond the reference is *additive*: new keys, never renamed ones
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
+
+from .base import OutputModel
+from .usage import GatewaySummary, TrialUsage
 
 __all__ = [
     "REPORT_FILE",
@@ -62,8 +64,17 @@ REPORT_FORMAT_VERSION = 1
 Verdict = Literal["pass", "fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"]
 CheckVerdict = Literal["pass", "fail", "error"]
 #: What made the engine believe a trial's host stream was written to by someone else
-#: (docs/reliability.md, "Tampering evidence").
-TamperKind = Literal["after-result", "glued-line", "malformed-line", "negative-usage"]
+#: (docs/reliability.md, "Tampering evidence"; docs/gateway.md, "Cross-check").
+TamperKind = Literal[
+    "after-result",
+    "glued-line",
+    "malformed-line",
+    "negative-usage",
+    "unrequested-tool-call",
+    "unrecorded-tool-call",
+    "second-result",
+    "usage-mismatch",
+]
 
 
 def utc_timestamp() -> str:
@@ -75,21 +86,6 @@ def model_version_of(model: str) -> str:
     """Return the part of ``provider/model#variant`` after the first ``/``, without ``#...``."""
     version = model.split("/", 1)[1] if "/" in model else model
     return version.split("#", 1)[0]
-
-
-class OutputModel(BaseModel):
-    """Base of every JSON document this tool writes: frozen, camelCase keys, no extras."""
-
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        ser_json_inf_nan="null",
-        defer_build=True,
-    )
-    __field_docs__: ClassVar[bool] = True
-    """Field docstrings are read when a JSON Schema is generated (:mod:`.fielddocs`)."""
 
 
 class CheckResult(OutputModel):
@@ -211,7 +207,11 @@ class TamperEvidence(OutputModel):
     """What was seen: ``after-result`` (an event after the session's final result),
     ``glued-line`` (a host event found behind foreign bytes on its line),
     ``malformed-line`` (a line that looks like an event but is not one JSON object),
-    ``negative-usage`` (a negative token or cost figure)."""
+    ``negative-usage`` (a negative token or cost figure); with the gateway,
+    ``unrequested-tool-call`` (a transcript tool call the model never asked for),
+    ``unrecorded-tool-call`` (a tool call the model asked for that the transcript
+    lacks), ``second-result`` (more ``result`` events than the session can print),
+    ``usage-mismatch`` (the host's token total above the gateway's beyond the tolerance)."""
     detail: str
     """What exactly, in words (capped, secrets redacted)."""
     line: int | None = None
@@ -228,9 +228,11 @@ class TrialResult(OutputModel):
     duration_ms: int
     """Host-session wall time (assembly time for an assembly failure; 0 when skipped)."""
     tokens: int | None = None
-    """Cumulative tokens the host reported."""
+    """Cumulative tokens: the gateway's count when ``usage.source`` is ``gateway``,
+    else what the host reported."""
     cost: float | None = None
-    """Cost in USD the host reported."""
+    """Cost in USD (``usage.costSource`` says from where; the host's figure without a
+    gateway)."""
     budget_unmonitored: Literal[True] | None = None
     """Set when the host emitted no usage, so ``maxTokens`` could not be enforced."""
     error: str | None = None
@@ -269,6 +271,12 @@ class TrialResult(OutputModel):
     """The resource limits this trial reached, by phase (``eval.limits``; additive)."""
     denied_omitted: int | None = None
     """How many more refused destinations ``denied`` leaves out; absent: none (additive)."""
+    usage: TrialUsage | None = None
+    """Where ``tokens``, ``cost`` and ``model`` come from, with the gateway on (additive;
+    absent with ``--gateway off``; docs/gateway.md)."""
+    model_calls: str | None = None
+    """The trial's model-call record, relative to the run directory (additive;
+    docs/gateway.md)."""
     tampered: list[TamperEvidence] | None = None
     """Evidence that the host's event stream was tampered with; absent: none (additive).
     Behaviour checks on a tampered transcript give ``error``."""
@@ -645,6 +653,9 @@ class Meta(OutputModel):
     """``os`` when trials ran under OS isolation; absent means ``none`` (additive)."""
     limits: LimitsRecord | None = None
     """The per-trial resource limits, when any (``eval.limits``, ``--limit``; additive)."""
+    gateway: GatewaySummary | None = None
+    """The model gateway's run-wide figures when it was on; absent means ``off``
+    (additive; docs/gateway.md)."""
     interrupted: bool | None = None
     """Set when the run was interrupted or failed part-way (additive)."""
     cleanup_failures: list[CleanupFailure] | None = None

@@ -1,0 +1,354 @@
+"""Forward one connection's requests to the provider and meter the answers (h11 + httpx).
+
+Loaded with the gateway's first connection. Each request on a trial's route is
+checked (the route is open, the request carries the route's stand-in token, the
+budget is not spent), its stand-in tokens are replaced by the real credentials,
+and it is sent to the route's upstream with httpx (TLS, the user's proxy
+variables, connection reuse). The answer streams back chunk by chunk as it came
+off the wire; each chunk is metered *before* it is passed on, so the chunk that
+crosses ``maxTokens`` never reaches the host: the gateway ends the upstream call,
+drops the host's connection, and the route tells the engine to stop the session.
+
+What the gateway changes in a request, and nothing else: the stand-in tokens (in
+every header and the query), ``Accept-Encoding`` (narrowed to ``gzip``/``deflate``,
+which the meter can decode), hop-by-hop headers, and, for a streaming Chat
+Completions request that does not ask for its usage, ``stream_options.include_usage``
+(without it the provider reports none). Docs: docs/gateway.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+import h11
+import httpx
+
+from .._util.logs import get_logger
+from ..transcript.model_calls import ModelApi
+from .metering import CallMeter, api_of
+from .routes import TrialRoute
+
+__all__ = ["REQUEST_BYTES", "Forwarder"]
+
+log = get_logger("atlante_eval.gateway")
+
+#: Largest request body the gateway forwards (413 beyond).
+REQUEST_BYTES = 64 * 1024 * 1024
+_HEAD_BYTES = 64 * 1024
+_CHUNK = 65536
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+_DECODABLE = ("gzip", "deflate", "identity")
+#: Requests that are no model call: forwarded, neither metered nor recorded.
+_NOT_CALLS = ("/count_tokens", "/models")
+_UPSTREAM_TIMEOUT = httpx.Timeout(connect=30.0, read=600.0, write=60.0, pool=60.0)
+
+Find = Callable[[str], tuple[TrialRoute | None, str]]
+
+
+class _Closed(Exception):
+    """The client hung up, or the connection cannot carry another request."""
+
+
+@dataclass
+class _Request:
+    method: str
+    target: str
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+
+
+@dataclass
+class _Outcome:
+    status: int | None = None
+    ended: str | None = None
+    streamed: bool = False
+    meter: CallMeter | None = None
+    counted: int = 0
+    keep_open: bool = True
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class Forwarder:
+    """The gateway's HTTP side: one upstream client for the run, h11 per connection."""
+
+    def __init__(self) -> None:
+        self.client = httpx.AsyncClient(
+            timeout=_UPSTREAM_TIMEOUT,
+            follow_redirects=False,
+            trust_env=True,  # the user's HTTPS_PROXY and SSL_CERT_FILE apply upstream
+            limits=httpx.Limits(max_keepalive_connections=32, max_connections=None),
+        )
+
+    async def aclose(self) -> None:
+        """Close the upstream connections."""
+        await self.client.aclose()
+
+    async def serve(
+        self, stream: anyio.abc.ByteStream, *, find: Find, refuse: Callable[[], None]
+    ) -> None:
+        """Serve the connection's requests until it closes."""
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_HEAD_BYTES)
+        while True:
+            try:
+                request = await _receive_request(conn, stream)
+            except (_Closed, h11.RemoteProtocolError):
+                return
+            if request is None:
+                return
+            keep_open = await self._answer(conn, stream, request, find, refuse)
+            if not keep_open or conn.our_state is not h11.DONE:
+                return
+            if conn.their_state is not h11.DONE:
+                return
+            conn.start_next_cycle()
+
+    async def _answer(
+        self,
+        conn: h11.Connection,
+        stream: anyio.abc.ByteStream,
+        request: _Request,
+        find: Find,
+        refuse: Callable[[], None],
+    ) -> bool:
+        route, below = find(request.target)
+        if route is None:
+            refuse()
+            return await _reply(conn, stream, 403, "no open trial route at this address")
+        if not route.admits(value for _name, value in request.headers):
+            route.refuse()
+            refuse()
+            return await _reply(conn, stream, 401, "the request does not carry the trial's token")
+        if route.upstream is None:
+            return await _reply(conn, stream, 403, "the trial's host did not bind this route")
+        if route.exceeded:
+            return await _reply(conn, stream, 403, "the trial's token budget is spent")
+        if len(request.body) > REQUEST_BYTES:
+            return await _reply(conn, stream, 413, "the request is larger than the gateway takes")
+        return await self._forward(conn, stream, route, request, below)
+
+    async def _forward(
+        self,
+        conn: h11.Connection,
+        stream: anyio.abc.ByteStream,
+        route: TrialRoute,
+        request: _Request,
+        below: str,
+    ) -> bool:
+        path = below.split("?", 1)[0]
+        api = api_of(path)
+        is_call = request.method == "POST" and not path.rstrip("/").endswith(_NOT_CALLS)
+        body = _with_usage(request.body) if api == "openai-chat" and is_call else request.body
+        outgoing = self._build(route, request, below, body)
+        start = route.begin(api, path) if is_call else None
+        outcome = _Outcome()
+        with route.exchange() as scope:
+            try:
+                await self._relay(conn, stream, route, outgoing, api, outcome)
+            except httpx.HTTPError as exc:
+                outcome.ended = "upstream"
+                outcome.keep_open = await _reply_if_fresh(
+                    conn, stream, 502, f"the provider could not be reached: {type(exc).__name__}"
+                )
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, _Closed):
+                outcome.ended, outcome.keep_open = "closed", False
+        if scope.cancelled_caught:
+            outcome.ended, outcome.keep_open = outcome.ended or "route-closed", False
+        if start is not None:
+            figures = outcome.meter.figures if outcome.meter is not None else None
+            route.end(
+                start,
+                figures if figures is not None else CallMeter(api, streamed=False).figures,
+                status=outcome.status,
+                streamed=outcome.streamed,
+                readable=_readable(api, outcome),
+                ended=outcome.ended,
+            )
+        return outcome.keep_open
+
+    def _build(
+        self, route: TrialRoute, request: _Request, below: str, body: bytes
+    ) -> httpx.Request:
+        assert route.upstream is not None
+        sent = {name.lower() for name, _value in request.headers}
+        headers = [
+            (name, route.substitute(value))
+            for name, value in request.headers
+            if name.lower() not in _HOP and name.lower() != "accept-encoding"
+        ]
+        headers.append(("accept-encoding", _encodings(request.headers)))
+        outgoing = self.client.build_request(
+            request.method, route.upstream + route.substitute(below), headers=headers, content=body
+        )
+        for default in ("user-agent", "accept"):  # httpx's defaults: the host did not send them
+            if default not in sent and default in outgoing.headers:
+                del outgoing.headers[default]
+        return outgoing
+
+    async def _relay(
+        self,
+        conn: h11.Connection,
+        stream: anyio.abc.ByteStream,
+        route: TrialRoute,
+        outgoing: httpx.Request,
+        api: ModelApi,
+        outcome: _Outcome,
+    ) -> None:
+        response = await self.client.send(outgoing, stream=True)
+        try:
+            outcome.status = response.status_code
+            content_type = response.headers.get("content-type", "")
+            outcome.streamed = "text/event-stream" in content_type
+            meter = CallMeter(
+                api,
+                streamed=outcome.streamed,
+                encoding=response.headers.get("content-encoding"),
+            )
+            outcome.meter = meter
+            head = [
+                (name, value)
+                for name, value in response.headers.items()
+                if name.lower() not in _HOP
+            ]
+            if "content-length" in response.headers and "transfer-encoding" not in response.headers:
+                head.append(("content-length", response.headers["content-length"]))
+            await _send(conn, stream, h11.Response(status_code=response.status_code, headers=head))
+            async for chunk in response.aiter_raw(_CHUNK):
+                meter.feed(chunk)
+                outcome.counted = _observe(route, meter, outcome.counted)
+                if route.exceeded:
+                    outcome.ended, outcome.keep_open = "budget", False
+                    return
+                await _send(conn, stream, h11.Data(data=chunk))
+            meter.end()
+            outcome.counted = _observe(route, meter, outcome.counted)
+            if route.exceeded:
+                outcome.ended, outcome.keep_open = "budget", False
+                return
+            await _send(conn, stream, h11.EndOfMessage())
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+
+
+def _readable(api: ModelApi, outcome: _Outcome) -> bool:
+    """Whether the gateway read the usage a call reported (an error answer reports none)."""
+    if outcome.status is None or outcome.status >= 300:
+        return True
+    meter = outcome.meter
+    if api == "unknown" or meter is None or meter.unreadable:
+        return False
+    return outcome.ended is not None or meter.figures.tokens is not None
+
+
+def _observe(route: TrialRoute, meter: CallMeter, counted: int) -> int:
+    """Tell the route about the tokens the answer reported since last time."""
+    now = meter.figures.tokens or 0
+    if now > counted:
+        route.observe(now - counted)
+        return now
+    return counted
+
+
+def _encodings(headers: list[tuple[str, str]]) -> str:
+    """The host's ``Accept-Encoding``, narrowed to what the meter decodes."""
+    asked = [v for n, v in headers if n.lower() == "accept-encoding"]
+    if not asked:
+        return "identity"
+    names = [part.split(";")[0].strip().lower() for part in ",".join(asked).split(",")]
+    kept = [name for name in names if name in _DECODABLE]
+    return ", ".join(kept) if kept else "identity"
+
+
+def _with_usage(body: bytes) -> bytes:
+    """A streaming Chat Completions body that asks for its usage (unchanged when it does)."""
+    if b"include_usage" in body or b'"stream"' not in body:
+        return body
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return body
+    if not isinstance(data, dict) or data.get("stream") is not True:
+        return body
+    options = data.get("stream_options")
+    data["stream_options"] = {
+        **(options if isinstance(options, dict) else {}),
+        "include_usage": True,
+    }
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+async def _receive_request(conn: h11.Connection, stream: anyio.abc.ByteStream) -> _Request | None:
+    """The next request with its whole body (``None``: the client closed the connection)."""
+    head: h11.Request | None = None
+    body = bytearray()
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            try:
+                data = await stream.receive(_CHUNK)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                data = b""
+            conn.receive_data(data)
+            continue
+        if isinstance(event, h11.Request):
+            head = event
+        elif isinstance(event, h11.Data):
+            if len(body) <= REQUEST_BYTES:
+                body += event.data
+        elif isinstance(event, h11.EndOfMessage) and head is not None:
+            return _Request(
+                method=head.method.decode("ascii", "replace").upper(),
+                target=head.target.decode("latin-1"),
+                headers=[(n.decode("latin-1"), v.decode("latin-1")) for n, v in head.headers],
+                body=bytes(body),
+            )
+        elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+            return None
+
+
+async def _send(conn: h11.Connection, stream: anyio.abc.ByteStream, event: h11.Event) -> None:
+    data = conn.send(event)
+    if data:
+        await stream.send(data)
+
+
+async def _reply(conn: h11.Connection, stream: anyio.abc.ByteStream, status: int, why: str) -> bool:
+    """Answer with the gateway's own error; return whether the connection stays usable."""
+    message = f"atlante-eval gateway: {why}"
+    body = json.dumps({"type": "error", "error": {"type": "gateway_error", "message": message}})
+    data = body.encode("utf-8")
+    headers = [("content-type", "application/json"), ("content-length", str(len(data)))]
+    try:
+        await _send(conn, stream, h11.Response(status_code=status, headers=headers))
+        await _send(conn, stream, h11.Data(data=data))
+        await _send(conn, stream, h11.EndOfMessage())
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, h11.LocalProtocolError):
+        return False
+    return True
+
+
+async def _reply_if_fresh(
+    conn: h11.Connection, stream: anyio.abc.ByteStream, status: int, why: str
+) -> bool:
+    """:func:`_reply` unless a response was already started (then the connection must go)."""
+    if conn.our_state is not h11.SEND_RESPONSE:
+        return False
+    return await _reply(conn, stream, status, why)
