@@ -47,6 +47,8 @@ STAND_IN_PREFIX = "atlante-gw-"
 _RECORD_INPUT_CHARS = 4 * 1024
 #: Longest tool input (as JSON) compared by the cross-check (longer ones compare by name).
 _KEY_CHARS = 4 * 1024
+#: Stop reasons after which a host may drop a cut-off tool call (not cross-checked).
+_CUT_OFF = frozenset({"max_tokens", "length", "model_context_window_exceeded"})
 
 
 def input_key(value: object) -> str | None:
@@ -280,7 +282,8 @@ class TrialRoute:
             self._by_model[figures.model] = self._by_model.get(figures.model, 0) + tokens
         self._price(figures)
         if ended is None and status is not None and status < 300:
-            self._remember(figures)
+            if figures.stop_reason not in _CUT_OFF:
+                self._remember(figures)
         call = ModelCall(
             t=start.t,
             at=start.at,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .base import (
     Host,
     HostError,
+    ModelRoute,
     SessionEnd,
     SessionUsage,
     StreamParser,
@@ -22,6 +23,7 @@ __all__ = [
     "HOST_FACTORIES",
     "Host",
     "HostError",
+    "ModelRoute",
     "SessionEnd",
     "SessionUsage",
     "StreamParser",

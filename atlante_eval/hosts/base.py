@@ -33,6 +33,7 @@ __all__ = [
     "DeclaresModelEndpoints",
     "Host",
     "HostError",
+    "ModelRoute",
     "SessionEnd",
     "SessionUsage",
     "StreamParser",
@@ -57,6 +58,42 @@ class HostError(Exception):
 
     The engine records the message as the trial's ``infra-error``.
     """
+
+
+@runtime_checkable
+class ModelRoute(Protocol):
+    """A trial's way to its model through the engine's gateway (docs/gateway.md).
+
+    The engine opens one per trial when the gateway is on and hands it to the host
+    on :attr:`TrialContext.gateway`. A host that can route its CLI points it at
+    :attr:`base_url` (the provider path is appended below it), names the real
+    provider URL with :meth:`bind` and gives the sandbox :meth:`stand_in` tokens
+    instead of its API keys; a host that cannot says why with :meth:`decline`. A
+    host that does neither calls its provider directly, and the trial's figures
+    are the host's own (``usage.source: host``).
+    """
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/t/<trial token>``: what the host's CLI calls instead."""
+        ...
+
+    @property
+    def bound(self) -> bool:
+        """Whether :meth:`bind` was called."""
+        ...
+
+    def bind(self, upstream: str) -> None:
+        """Forward the trial's model calls to ``upstream`` (the provider's base URL)."""
+        ...
+
+    def decline(self, reason: str) -> None:
+        """Say why the host calls its provider directly (kept in the trial's ``usage``)."""
+        ...
+
+    def stand_in(self, credential: str) -> str:
+        """Return the per-trial token the sandbox gets instead of ``credential``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +125,8 @@ class TrialContext:
     """The trial's redactor (``None``: none): a host adds the values its session must
     never leak (its stored credentials too), and the engine removes them from every
     field of the trial's report entry."""
+    gateway: ModelRoute | None = None
+    """The trial's route through the engine's model gateway (``None``: the gateway is off)."""
 
     @property
     def prompt(self) -> str:

@@ -36,6 +36,7 @@ from .credentials import (
     stored_secret_values,
 )
 from .isolation import session_env, trial_dirs
+from .routing import claude_route, claude_routed_env
 from .session import CliHost
 from .streams import ClaudeStream
 from .versions import VersionRange, probe_version
@@ -200,10 +201,14 @@ class ClaudeCodeHost(CliHost):
         parent = self._parent_env()
         if claude_env_auth_mode(parent) is None and self._auth_mode != "auth-status":
             raise HostError("claude-code authentication not found")
+        if context.gateway is not None:
+            claude_route(context.gateway, self._auth_mode, parent)
+        routed = context.gateway is not None and context.gateway.bound
         config_dir = context.state_dir / "claude-config"
         try:
             config_dir.mkdir(parents=True, exist_ok=True)
-            credentials = claude_credentials_file(parent)
+            # Routed, the session authenticates with a stand-in token: no login file travels.
+            credentials = None if routed else claude_credentials_file(parent)
             if credentials is not None:
                 copy_private_file(credentials, config_dir / ".credentials.json")
             settings = resolve_no_follow(context.sandbox, _SETTINGS_PATH)
@@ -235,13 +240,16 @@ class ClaudeCodeHost(CliHost):
         config_dir.mkdir(parents=True, exist_ok=True)
         isolation["CLAUDE_CONFIG_DIR"] = str(config_dir)
         isolation["CLAUDE_CODE_TMPDIR"] = isolation["TMPDIR"]
-        return session_env(
+        env = session_env(
             isolation=isolation,
             credentials=CLAUDE_AUTH_ENV,
             defaults=CLAUDE_DEFAULT_ENV,
             pass_env=context.pass_env,
             base=self._parent_env(),
         )
+        if context.gateway is not None and context.gateway.bound:
+            claude_routed_env(env, context.gateway)
+        return env
 
     def stream_parser(self, usage: SessionUsage) -> StreamParser:
         """Return a parser of ``claude -p --output-format stream-json`` events."""

@@ -40,6 +40,7 @@ from .opencode_config import (
     config_target,
     write_config,
 )
+from .opencode_routing import opencode_route, opencode_routed_config, opencode_routed_env
 from .opencode_transcript import OpenCodeNormalizer
 from .session import CliHost
 from .streams import OpenCodeStream
@@ -217,6 +218,17 @@ class OpenCodeHost(CliHost):
         config = build_config(
             dialect, [*agents, *context.native.agent_ids], quiet=self.quiet_config
         )
+        if context.gateway is not None:
+            provider = opencode_route(
+                context.gateway,
+                model=context.model,
+                dialect=dialect,
+                auth_json=context.state_dir / "data" / "opencode" / "auth.json",
+                parent=self._parent_env(),
+                pass_env=context.pass_env,
+            )
+            if provider is not None:
+                config["provider"] = opencode_routed_config(context.gateway, provider)
         try:
             write_config(context.sandbox, target, config)
         except ConfigError as exc:
@@ -261,13 +273,18 @@ class OpenCodeHost(CliHost):
         isolation = trial_dirs(context.state_dir)
         if dialect == "v2":
             isolation["OPENCODE_DB"] = str(context.state_dir / "data" / "opencode" / "opencode.db")
-        return session_env(
+        env = session_env(
             isolation=isolation,
             defaults=self.default_env,
             pass_env=[n for n in context.pass_env if n not in OPENCODE_REFUSED_PASS_ENV],
             drop=("OPENCODE_DB",) if dialect == "v1" else (),
             base=self._parent_env(),
         )
+        route = context.gateway
+        if route is not None and route.bound and context.model and "/" in context.model:
+            provider = context.model.split("/", 1)[0]
+            opencode_routed_env(env, route, provider, context.pass_env)
+        return env
 
     def stream_parser(self, usage: SessionUsage) -> StreamParser:
         """Return a parser of ``opencode run --format json`` events."""
