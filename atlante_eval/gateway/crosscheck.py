@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..report import TamperKind
 from ..transcript import ResultEntry, ToolCallEntry, TranscriptEntry
 from .routes import RequestedCall, TrialRoute, input_key
 
@@ -47,7 +48,7 @@ class _Seen:
 class Finding:
     """One piece of tampering evidence the cross-check found."""
 
-    kind: str
+    kind: TamperKind
     detail: str
 
 
@@ -74,7 +75,7 @@ def _describe(name: str, call_id: str | None) -> str:
     return f"{name[:80]} (id {call_id[:80]})" if call_id else name[:80]
 
 
-def _findings(kind: str, items: list[str], what: str) -> list[Finding]:
+def _findings(kind: TamperKind, items: list[str], what: str) -> list[Finding]:
     if not items:
         return []
     kept = [Finding(kind, f"{what}: {item}") for item in items[:_FINDINGS_LIMIT]]
@@ -96,9 +97,7 @@ def _match(
     for entry in seen:
         slots = [i for i in by_id.get(entry.id, []) if not used[i]]
         named = [
-            i
-            for i in slots
-            if requested[i].name == entry.name or entry.name in _REPAIRED_NAMES
+            i for i in slots if requested[i].name == entry.name or entry.name in _REPAIRED_NAMES
         ]
         if named:
             used[named[0]] = True

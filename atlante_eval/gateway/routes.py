@@ -281,9 +281,9 @@ class TrialRoute:
         if figures.model and tokens:
             self._by_model[figures.model] = self._by_model.get(figures.model, 0) + tokens
         self._price(figures)
-        if ended is None and status is not None and status < 300:
-            if figures.stop_reason not in _CUT_OFF:
-                self._remember(figures)
+        delivered = ended is None and status is not None and status < 300
+        if delivered and figures.stop_reason not in _CUT_OFF:
+            self._remember(figures)
         call = ModelCall(
             t=start.t,
             at=start.at,

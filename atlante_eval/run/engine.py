@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired
 
 import anyio
 import anyio.abc
@@ -67,6 +67,7 @@ from ..trial import (
     trial_dirs,
     trial_sandbox,
 )
+from .metering import GatewayRun, MeteredFields, TrialMeter, settle
 from .redaction import redact_trial, untrusted_transcript
 
 __all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialGuard", "TrialHook"]
@@ -103,6 +104,8 @@ class EngineOptions:
     """``--isolation os``: confine every trial; ``None`` is ``none`` (tool policy only)."""
     limits: LimitSettings | None = None
     """Per-trial resource limits (``eval.limits``, ``--limit``), proven by the preflight."""
+    gateway: GatewayRun | None = None
+    """The run's model gateway (``None``: off); each trial gets a route (docs/gateway.md)."""
 
 
 class _SessionLedger:
@@ -351,12 +354,13 @@ class Engine:
                 raise _Refused(refusal)
             async with (
                 self._isolation() as isolation,
+                self._meter(planned, redact) as meter,
                 trial_sandbox(
                     self.run_root,
                     scenario,
                     planned.index,
                     native=self.native,
-                    prepare_host=lambda root, state: self._prepare(planned, root, state),
+                    prepare_host=lambda root, state: self._prepare(planned, root, state, meter),
                     owner=ticket.owned,
                     skeleton=self._skeleton,
                     confine_setup=_phase(isolation, "setup"),
@@ -367,7 +371,7 @@ class Engine:
                     took_session = True
                     await ledger.settle(planned.position, took_session=True)
                 await ticket.start_session()
-                result = await self._session(planned, sandbox, ticket, isolation, redact)
+                result = await self._session(planned, sandbox, ticket, isolation, redact, meter)
         except _Refused as exc:
             result = TrialResult(
                 i=planned.index,
@@ -416,7 +420,25 @@ class Engine:
         ) as isolation:
             yield isolation
 
-    def _context(self, planned: PlannedTrial, root: Path, state: Path) -> TrialContext:
+    @contextlib.asynccontextmanager
+    async def _meter(
+        self, planned: PlannedTrial, redact: Redactor
+    ) -> AsyncIterator[TrialMeter | None]:
+        """The trial's route through the run's gateway, or ``None`` when it is off."""
+        if self.options.gateway is None:
+            yield None
+            return
+        with TrialMeter.open(
+            self.options.gateway,
+            max_tokens=self.plan.config.max_tokens,
+            files=self._trial_files(planned),
+            redact=redact,
+        ) as meter:
+            yield meter
+
+    def _context(
+        self, planned: PlannedTrial, root: Path, state: Path, meter: TrialMeter | None = None
+    ) -> TrialContext:
         return TrialContext(
             scenario=planned.scenario,
             trial=planned.index,
@@ -426,6 +448,7 @@ class Engine:
             model=self.options.model,
             pass_env=self.options.pass_env,
             project_root=self.options.project_root,
+            gateway=meter.route if meter is not None else None,
         )
 
     def _redactor(self) -> Redactor:
@@ -473,7 +496,7 @@ class Engine:
             return read_transcript(files)
 
     def _transcript(
-        self, planned: PlannedTrial, sandbox: Sandbox, redact: Redactor
+        self, planned: PlannedTrial, sandbox: Sandbox, redact: Redactor, meter: TrialMeter | None
     ) -> TranscriptWriter | None:
         files = self._trial_files(planned)
         if files is None:
@@ -485,6 +508,7 @@ class Engine:
             trial=planned.index,
             sandbox=sandbox.root,
             redactor=redact,
+            observer=meter.ledger.observe if meter is not None else None,
         )
         try:
             return writer.open()
@@ -493,9 +517,11 @@ class Engine:
             writer.close()
             return None
 
-    def _prepare(self, planned: PlannedTrial, root: Path, state: Path) -> None:
+    def _prepare(
+        self, planned: PlannedTrial, root: Path, state: Path, meter: TrialMeter | None
+    ) -> None:
         try:
-            self.host.prepare(self._context(planned, root, state))
+            self.host.prepare(self._context(planned, root, state, meter))
         except HostError as exc:
             raise SandboxError(str(exc)) from exc
 
@@ -506,16 +532,20 @@ class Engine:
         ticket: _Ticket,
         isolation: TrialIsolation | None,
         redact: Redactor,
+        meter: TrialMeter | None,
     ) -> TrialResult:
         config = self.plan.config
-        transcript = self._transcript(planned, sandbox, redact)
+        transcript = self._transcript(planned, sandbox, redact, meter)
+        if meter is not None:
+            meter.transcribed = transcript is not None
         context = replace(
-            self._context(planned, sandbox.root, sandbox.state_dir),
+            self._context(planned, sandbox.root, sandbox.state_dir, meter),
             transcript=transcript,
             redact=redact,
         )
         budget_scope = anyio.CancelScope()
-        usage = SessionUsage(config.max_tokens, budget_scope.cancel)
+        stop = meter.budget(budget_scope.cancel) if meter is not None else budget_scope.cancel
+        usage = SessionUsage(config.max_tokens, stop)
         started = time.monotonic()
         end = SessionEnd()
         try:
@@ -541,27 +571,32 @@ class Engine:
         duration_ms = int((time.monotonic() - started) * 1000)
         if usage.model is None and self.options.model:
             usage.observe_model(self.options.model)
+        completed = not (timer.cancelled_caught or budget_scope.cancel_called or end.error)
+        settled = settle(meter, usage, self.options.gateway, completed=completed)
+        for evidence in settled.tampered:  # the gateway's, after the stream's own
+            usage.tamper(evidence.kind, evidence.detail)
         base = _SessionFields(
             i=planned.index,
             duration_ms=duration_ms,
-            tokens=usage.tokens,
-            cost=usage.cost,
-            model=usage.model,
-            model_version=usage.model_version,
+            tokens=settled.tokens,
+            cost=settled.cost,
+            model=settled.model,
+            model_version=settled.model_version,
             host_evidence={**usage.evidence, **end.evidence} or None,
             tampered=list(usage.tampered) or None,
             tampered_omitted=usage.tampered_omitted or None,
         )
+        settled.add_to(base)
         if transcript is not None:
             base["transcript"] = transcript.relative_path
             base["activity"] = transcript.activity()
-        if usage.exceeded:
+        if settled.exceeded:
             return TrialResult(
                 **base,
                 verdict="budget-exceeded",
                 error=f"trial exceeded {config.max_tokens} tokens",
             )
-        unmonitored: Literal[True] | None = True if usage.tokens is None else None
+        unmonitored: Literal[True] | None = True if settled.tokens is None else None
         if timer.cancelled_caught:
             return TrialResult(
                 **base,
@@ -650,7 +685,7 @@ def _phase(
     return lambda root, state: isolation.wrapper(phase, root, state)
 
 
-class _SessionFields(TypedDict):
+class _SessionFields(MeteredFields):
     """The report fields of a trial that its host session decides, whatever the verdict."""
 
     i: int

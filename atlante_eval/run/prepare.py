@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..choices import SELFTEST_HOST
+from ..choices import SELFTEST_HOST, GatewayMode
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts import Host, HostError, create_host
 from ..isolation.limits import LimitSettings
@@ -97,6 +97,12 @@ class PreparedRun:
     """The adaptive driver of an ``--until-decided`` run."""
     notices: list[Diagnostic]
     """The warnings found so far (announced already); the run adds its late ones."""
+
+    @property
+    def gateway(self) -> GatewayMode:
+        """Whether the run's trials go through the model gateway (``--gateway``, else
+        ``eval.gateway``)."""
+        return self.options.gateway or self.suite.project.eval.gateway
 
     @property
     def pending(self) -> list[int]:

@@ -36,6 +36,7 @@ from .engine import Engine, EngineOptions, TrialGuard, call_sink
 from .failures import cause, journal_diagnostic, journal_failure, with_journal_cause
 from .journal import JOURNAL_NAME, Journal, JournalError, lock_for_resume
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
+from .metering import GatewayRun, gateway_notice, run_gateway, with_gateway
 from .options import DEFAULT_JOBS, RunOptions, options_from_keywords
 from .prepare import PreparedRun, ProgressCallback, announce, prepare_run
 from .record import Recording, RecordOutcome, record_run, recording_for
@@ -97,9 +98,15 @@ class RunOutcome:
     """What recording the run in the history did (``RunOptions.history``)."""
 
 
-def _late_notices(run: ActiveRun, watch: ProjectWatch, project_root: Path) -> list[Diagnostic]:
-    """The warnings known once the report is out: leftovers, tampering, a modified project."""
+def _late_notices(
+    run: ActiveRun, watch: ProjectWatch, project_root: Path, gateway: GatewayRun | None = None
+) -> list[Diagnostic]:
+    """The warnings known once the report is out: leftovers, tampering, a modified project,
+    trials the gateway could not meter."""
     notes: list[Diagnostic] = []
+    fallback = gateway_notice(gateway)
+    if fallback is not None:
+        notes.append(fallback)
     left_behind = cleanup_warning(run.cleanup_failures)
     if left_behind is not None:
         notes.append(left_behind)
@@ -186,7 +193,9 @@ async def _begin(run: ActiveRun, progress: RunProgress, ready: PreparedRun) -> J
     return journal
 
 
-def _engine(ready: PreparedRun, progress: RunProgress, run: ActiveRun) -> Engine:
+def _engine(
+    ready: PreparedRun, progress: RunProgress, run: ActiveRun, gateway: GatewayRun | None
+) -> Engine:
     """The engine of one run, reporting to ``progress``, refusing trials whose inputs changed."""
     suite, options = ready.suite, ready.options
     assert suite.native is not None
@@ -203,8 +212,9 @@ def _engine(ready: PreparedRun, progress: RunProgress, run: ActiveRun) -> Engine
             retry_infra=options.retry_infra,
             project_root=suite.project.root,
             run_files=run.files,
-            isolation=ready.isolation,
+            isolation=with_gateway(ready.isolation, gateway),
             limits=ready.limits,
+            gateway=gateway,
         ),
         emit=progress.emit,
         on_trial=progress.trial_done,
@@ -369,7 +379,7 @@ async def _execute_run(
             decorate=ready.driver.decorate if ready.driver is not None else _decorate(ready.split),
             finish=ending.finish,
         ) as run:
-            ending.failure = await _run_trials(run, ready, progress, control, on_event)
+            ending.failure = await _run_trials(run, ready, progress, control, on_event, ending)
             run.stopped = control.interrupted or ending.failure is not None
     except DiagnosticError as exc:
         raise with_journal_cause(exc, ending.failure, lambda: run.run_dir) from None
@@ -389,17 +399,23 @@ class _Ending:
     on_event: ProgressCallback | None
     failure: BaseException | None = None
     """The error that stopped the run, or one met once the report was out."""
+    gateway: GatewayRun | None = None
+    """The run's model gateway, once started."""
 
     async def finish(self) -> dict[str, object]:
-        """The end check: what changed in the project since the last trial's check."""
+        """The end check (what changed in the project since the last trial's check), and
+        the gateway's figures."""
         await self.ready.watch.refresh()
-        return {"project_modified": self.ready.watch.changed() or None}
+        extra: dict[str, object] = {"project_modified": self.ready.watch.changed() or None}
+        if self.gateway is not None:
+            extra["gateway"] = self.gateway.summary()
+        return extra
 
     async def on_end(self, run: ActiveRun) -> None:
         """Announce the late notices and the end (the report is out)."""
         log.info("run.end", interrupted=run.stopped, report=str(run.report_path))
         try:
-            late = _late_notices(run, self.ready.watch, self.ready.suite.project.root)
+            late = _late_notices(run, self.ready.watch, self.ready.suite.project.root, self.gateway)
             self.ready.notices.extend(await announce(self.on_event, late))
             await call_sink(self.on_event, RunFinished(run.run_id, run.stopped))
         except Exception as exc:  # noqa: BLE001 - the report is out; still an eval-run-failed
@@ -413,26 +429,30 @@ async def _run_trials(
     progress: RunProgress,
     control: RunControl,
     on_event: ProgressCallback | None,
+    ending: _Ending,
 ) -> BaseException | None:
-    """Open the journal, then drive the engine; return the error that stopped it, if any."""
+    """Open the journal and the gateway, then drive the engine; return the error that
+    stopped it, if any."""
     journal = await _begin(run, progress, ready)
     try:
-        return await _drive(
-            _engine(ready, progress, run),
-            control=control,
-            on_event=on_event,
-            started=RunStarted(
-                run.run_id,
-                len(ready.positions),
-                ready.options.jobs,
-                ready.host.name,
-                ready.plan.config,
-            ),
-            progress=progress,
-            reused=ready.reused,
-            pending=ready.pending,
-            driver=ready.driver,
-        )
+        async with run_gateway(ready.gateway) as gateway:
+            ending.gateway = gateway
+            return await _drive(
+                _engine(ready, progress, run, gateway),
+                control=control,
+                on_event=on_event,
+                started=RunStarted(
+                    run.run_id,
+                    len(ready.positions),
+                    ready.options.jobs,
+                    ready.host.name,
+                    ready.plan.config,
+                ),
+                progress=progress,
+                reused=ready.reused,
+                pending=ready.pending,
+                driver=ready.driver,
+            )
     finally:
         journal.close()
 

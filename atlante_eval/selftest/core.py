@@ -54,6 +54,8 @@ from ..report import (
 from ..run.engine import Engine, EngineOptions
 from ..run.isolate import isolation_mode, resolve_isolation, resolve_limits_settings
 from ..run.lifecycle import ActiveRun, cleanup_warning, run_lifecycle
+from ..run.metering import GatewayRun, run_gateway, with_gateway
+from ..run.options import gateway_mode
 from ..run.summary import scenario_result
 from ..transcript import ErrorEntry, ResultEntry, SessionStartEntry, ToolCallEntry, TranscriptEntry
 from .findings import (
@@ -410,6 +412,7 @@ async def run_selftest(
     keep: bool = False,
     on_trial: TrialCallback | None = None,
     isolation: str | None = None,
+    gateway: str | None = None,
 ) -> SelftestOutcome:
     """Selftest the suite of the project at ``path`` and publish the report.
 
@@ -425,6 +428,9 @@ async def run_selftest(
             trial's result as each trial finishes.
         isolation: ``"none"`` or ``"os"``, overriding ``eval.isolation``: ``os``
             confines setup and command checks (docs/isolation.md).
+        gateway: ``"on"`` or ``"off"``, overriding ``eval.gateway``: start the model
+            gateway for the trials (the stand-in agents make no model call, so their
+            figures are their own; docs/gateway.md).
 
     Returns:
         The analysis, the report and their paths; ``exit_code`` is 0 when the suite
@@ -437,6 +443,7 @@ async def run_selftest(
     """
     job_count, solutions_dir = _check_options(jobs, solutions)
     mode = isolation_mode(isolation)
+    requested_gateway = gateway_mode(gateway)
     suite = load_suite(path, scenario_filter=list(scenarios))
     found = find_solutions(suite, solutions_dir)
     plan, roles = _plan(suite, found.found)
@@ -445,16 +452,31 @@ async def run_selftest(
     limits = await resolve_limits_settings(mode, suite.project.eval)
     trials = _Trials(plan, roles, on_trial)
     meta = _meta(suite, plan, jobs=job_count, isolated=settings is not None)
-    async with run_lifecycle(
-        project_root=suite.project.root,
-        out=Path(out) if out is not None else None,
-        meta=meta.model_copy(update={"limits": limits.record()}),
-        keep=keep,
-        results=trials.scenario_results,
-        partial=False,  # a selftest that did not finish has nothing to judge
-    ) as run:
+    started: list[GatewayRun] = []
+
+    async def finish() -> dict[str, object]:
+        return {"gateway": started[0].summary()} if started else {}
+
+    async with (
+        run_lifecycle(
+            project_root=suite.project.root,
+            out=Path(out) if out is not None else None,
+            meta=meta.model_copy(update={"limits": limits.record()}),
+            keep=keep,
+            results=trials.scenario_results,
+            partial=False,  # a selftest that did not finish has nothing to judge
+            finish=finish,
+        ) as run,
+        run_gateway(requested_gateway or suite.project.eval.gateway) as gateway_run,
+    ):
+        started.extend([gateway_run] if gateway_run is not None else [])
         options = EngineOptions(
-            jobs=job_count, keep=keep, run_files=run.files, isolation=settings, limits=limits
+            jobs=job_count,
+            keep=keep,
+            run_files=run.files,
+            isolation=with_gateway(settings, gateway_run),
+            limits=limits,
+            gateway=gateway_run,
         )
         engine = _engine(suite, host, trials, run, options)
         await engine.run()

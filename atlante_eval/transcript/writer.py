@@ -148,6 +148,7 @@ class TranscriptWriter:
         limits: TranscriptLimits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.monotonic,
         redactor: Redactor | None = None,
+        observer: Callable[[TranscriptEntry], None] | None = None,
     ) -> None:
         """Prepare a writer (nothing is written before :meth:`open`).
 
@@ -162,6 +163,8 @@ class TranscriptWriter:
             clock: seconds, monotonic (tests pass their own).
             redactor: the trial's redactor, shared with the engine (default: a new one);
                 ``secrets`` are added to it.
+            observer: sees every entry as it is written, before any cap (the gateway's
+                cross-check).
         """
         self._files = files
         self._header = HeaderEntry(host=host, scenario=scenario, trial=trial)
@@ -171,6 +174,7 @@ class TranscriptWriter:
         self._clock = clock
         self._started = clock()
         self._counter = ActivityCounter(sandbox)
+        self._observer = observer
         self._file: IO[str] | None = None
         self._raw: gzip.GzipFile | None = None
         self._raw_file: IO[bytes] | None = None
@@ -310,6 +314,8 @@ class TranscriptWriter:
         if self.redact and not clean:
             entry = self._redacted(entry)
         self._counter.add(entry)
+        if self._observer is not None:
+            self._observer(entry)
         self._write(self._capped(entry))
 
     # -- internals -------------------------------------------------------------------
