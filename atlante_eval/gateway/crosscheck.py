@@ -33,8 +33,10 @@ __all__ = ["LEDGER_LIMIT", "Finding", "TranscriptLedger", "cross_check"]
 LEDGER_LIMIT = 20_000
 #: Most findings of one kind kept (the rest are counted in the last one's detail).
 _FINDINGS_LIMIT = 10
-#: Names a host gives a call it repaired or could not name (matched by id alone).
-_REPAIRED_NAMES = frozenset({"unknown", "invalid"})
+#: The name OpenCode gives a call it repaired (the model named no tool it has): matched by id
+#: alone. (A call the normalizer could not name, ``unknown``, is not: its ``tool_use`` line
+#: was lost, which is how a glued fragment hides a call.)
+_REPAIRED_NAMES = frozenset({"invalid"})
 
 
 @dataclass(frozen=True, slots=True)

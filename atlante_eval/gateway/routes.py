@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import anyio
 
 from ..report import utc_timestamp
+from ..transcript import Redactor
 from ..transcript.model_calls import ModelApi, ModelCall, ModelToolCall
 from .metering import CallFigures
 from .prices import price_of
@@ -123,6 +124,7 @@ class TrialRoute:
         max_tokens: int,
         on_exceeded: Callable[[], None] | None = None,
         record: Callable[[ModelCall], None] | None = None,
+        redact: Redactor | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Open a route below ``gateway_url`` (``http://127.0.0.1:PORT``).
@@ -132,6 +134,8 @@ class TrialRoute:
             max_tokens: the trial's token budget.
             on_exceeded: called once, as soon as the metered tokens exceed it.
             record: receives each finished call (the trial's ``model-calls.jsonl``).
+            redact: learns each real credential the route substitutes (so the trial's
+                files never store one).
             clock: seconds, monotonic.
         """
         self.token = secrets.token_urlsafe(24)
@@ -140,6 +144,7 @@ class TrialRoute:
         self.max_tokens = max_tokens
         self.on_exceeded = on_exceeded
         self._record = record
+        self._redact = redact
         self._clock = clock
         self._opened = clock()
         self.upstream: str | None = None
@@ -191,6 +196,8 @@ class TrialRoute:
                 return token
         token = f"{STAND_IN_PREFIX}{secrets.token_hex(24)}"
         self._stand_ins[token] = credential
+        if self._redact is not None:
+            self._redact.add([credential])
         return token
 
     @property

@@ -22,6 +22,7 @@ import anyio.abc
 
 from .._util.endpoints import Endpoint
 from .._util.logs import get_logger
+from ..transcript import Redactor
 from ..transcript.model_calls import ModelCall
 from .routes import TrialRoute
 
@@ -57,9 +58,12 @@ class Gateway:
         max_tokens: int,
         on_exceeded: Callable[[], None] | None = None,
         record: Callable[[ModelCall], None] | None = None,
+        redact: Redactor | None = None,
     ) -> Iterator[TrialRoute]:
         """Open a trial's route for the block; on the way out it refuses what comes next."""
-        route = TrialRoute(self.url, max_tokens=max_tokens, on_exceeded=on_exceeded, record=record)
+        route = TrialRoute(
+            self.url, max_tokens=max_tokens, on_exceeded=on_exceeded, record=record, redact=redact
+        )
         self._routes[route.token] = route
         try:
             yield route

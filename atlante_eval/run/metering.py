@@ -159,7 +159,7 @@ class TrialMeter:
         writer = ModelCallWriter(files, redact=redact) if files is not None else None
         try:
             record = writer.write if writer is not None else None
-            with run.gateway.route(max_tokens=max_tokens, record=record) as route:
+            with run.gateway.route(max_tokens=max_tokens, record=record, redact=redact) as route:
                 yield cls(route, writer)
         finally:
             if writer is not None:

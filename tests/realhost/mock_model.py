@@ -21,10 +21,12 @@ import contextlib
 import json
 import socket
 import threading
+import time
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import parse_qs, urlsplit
@@ -71,6 +73,9 @@ SIDE_REPLY = "Mock title"
 
 SIDE_USAGE = Usage(input_tokens=7, output_tokens=3)
 """The default usage reported for those side calls."""
+
+GATE_WAIT_S = 120.0
+"""Longest a gated turn waits for its go file (a guard against a test that hangs)."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +274,14 @@ class MockModelServer:
         """Wait ``seconds`` unless the server is stopping."""
         self._stopping.wait(seconds)
 
+    def _pass_gate(self, workdir: Path, gate: str) -> None:
+        """Say the request arrived, then wait (at most :data:`GATE_WAIT_S`) for the go file."""
+        (workdir / f"{gate}.arrived").touch()
+        deadline = time.monotonic() + GATE_WAIT_S  # a hang guard, not a speed bound
+        while not (workdir / f"{gate}.go").exists() and time.monotonic() < deadline:
+            if self._stopping.wait(0.01):
+                return
+
     def _dispatch(self, rec: RequestRecord) -> tuple[Response, RequestRecord, float]:
         if rec.method == "CONNECT" or not rec.path.startswith("/"):
             answer = {"error": {"type": "forbidden", "message": "mock: no traffic leaves"}}
@@ -315,6 +328,8 @@ class MockModelServer:
             rec = replace(rec, script=name, step=req.tool_results, exhausted=exhausted)
         workdir = (script.workdir if script else None) or req.workdir
         rec = replace(rec, workdir=workdir)
+        if action.gate is not None and workdir is not None:
+            self._pass_gate(Path(workdir), action.gate)
         response, label = _answer(action, req, client=client, workdir=workdir)
         return response, replace(rec, action=label, status=response.status), action.delay
 

@@ -49,6 +49,10 @@ class Turn:
     """What the response reports as token usage."""
     delay: float = 0.0
     """Seconds to wait before answering (simulated latency)."""
+    gate: str | None = None
+    """A name: when this turn's request arrives, the mock creates ``<workdir>/<gate>.arrived``
+    and answers only once ``<workdir>/<gate>.go`` exists, so the agent's own tool (a
+    daemon it left) can act between the request and the answer, event-driven."""
 
 
 @dataclass(frozen=True)
