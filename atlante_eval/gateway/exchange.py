@@ -18,6 +18,7 @@ Completions request that does not ask for its usage, ``stream_options.include_us
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -230,13 +231,14 @@ class Forwarder:
             if "content-length" in response.headers and "transfer-encoding" not in response.headers:
                 head.append(("content-length", response.headers["content-length"]))
             await _send(conn, stream, h11.Response(status_code=response.status_code, headers=head))
-            async for chunk in response.aiter_raw(_CHUNK):
-                meter.feed(chunk)
-                outcome.counted = _observe(route, meter, outcome.counted)
-                if route.exceeded:
-                    outcome.ended, outcome.keep_open = "budget", False
-                    return
-                await _send(conn, stream, h11.Data(data=chunk))
+            async with contextlib.aclosing(response.aiter_raw(_CHUNK)) as chunks:
+                async for chunk in chunks:
+                    meter.feed(chunk)
+                    outcome.counted = _observe(route, meter, outcome.counted)
+                    if route.exceeded:
+                        outcome.ended, outcome.keep_open = "budget", False
+                        return
+                    await _send(conn, stream, h11.Data(data=chunk))
             meter.end()
             outcome.counted = _observe(route, meter, outcome.counted)
             if route.exceeded:
