@@ -40,6 +40,10 @@ _DEFERRED = (
     "sqlalchemy",
     "alembic",
     "psycopg",
+    # the model gateway's HTTP side: loaded with its first connection, during a session
+    "atlante_eval.gateway.exchange",
+    "h11",
+    "httpx",
 )
 
 
