@@ -44,6 +44,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "run.options": ("RunOptions",),
     "run.runner": ("EvalRunError", "run_eval"),
     "selftest.core": ("run_selftest",),
+    "transcript.model_calls": ("ModelCall", "load_model_calls"),
     "transcript.models": ("TranscriptEntry", "load_transcript"),
     "views.junit": ("junit_xml",),
 }
@@ -88,6 +89,8 @@ if TYPE_CHECKING:
     from .run.runner import EvalRunError as EvalRunError
     from .run.runner import run_eval as run_eval
     from .selftest.core import run_selftest as run_selftest
+    from .transcript.model_calls import ModelCall as ModelCall
+    from .transcript.model_calls import load_model_calls as load_model_calls
     from .transcript.models import TranscriptEntry as TranscriptEntry
     from .transcript.models import load_transcript as load_transcript
     from .views.junit import junit_xml as junit_xml

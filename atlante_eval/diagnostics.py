@@ -92,6 +92,7 @@ CODES: dict[str, str] = {
     "eval-resume-busy": "--resume: another run is resuming that run directory, or it is running.",
     "eval-resume-mismatch": "--resume points at a run directory that cannot be resumed.",
     "eval-cleanup-failed": "A trial sandbox or the run root could not be removed; the run went on.",
+    "eval-gateway-fallback": "Some trials' figures are the host's own, not the gateway's.",
     "jobs-limited": "Too few open files are allowed for --jobs; fewer jobs run at once.",
     "last-failed": "Which scenarios --last-failed selected, and from which report.",
     "eval-sessions-exceed-budget": "The plan needs more host sessions than maxSessions allows.",

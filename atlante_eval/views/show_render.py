@@ -17,12 +17,20 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from .._util.terminal import printable, shorten
+from ..transcript.model_calls import ModelCall
 from .causes import describe_failure
 from .progress import CAUSE_SEPARATOR, format_duration
 from .show import RunView, ScenarioSummary, ScenarioView
 from .trial import CheckView, TimelineEntry, TrialView
 
-__all__ = ["make_console", "render_run", "render_scenario", "render_trial", "timeline_lines"]
+__all__ = [
+    "make_console",
+    "model_call_lines",
+    "render_run",
+    "render_scenario",
+    "render_trial",
+    "timeline_lines",
+]
 
 #: Longest shortened value (tool input or output, evidence field) in one line.
 VALUE_WIDTH = 160
@@ -302,6 +310,38 @@ def timeline_lines(entries: list[TimelineEntry]) -> list[Text]:
     return lines
 
 
+def _gateway_lines(view: TrialView) -> list[Text]:
+    """Where the figures come from, and the tampering evidence."""
+    lines: list[Text] = []
+    usage = view.usage
+    if usage is not None and usage.source == "gateway":
+        host = f"; the host reported {usage.host_tokens}" if usage.host_tokens is not None else ""
+        lines.append(Text(f"usage: metered by the gateway ({usage.calls} model calls{host})"))
+    elif usage is not None:
+        lines.append(Text(f"usage: reported by the host ({_safe(usage.fallback or 'no reason')})"))
+    for evidence in view.tampered or []:
+        lines.append(Text(f"tampered: {evidence.kind}: {_safe(evidence.detail)}", style="red"))
+    return lines
+
+
+def model_call_lines(calls: list[ModelCall]) -> list[Text]:
+    """One line per model call: offset, model, tokens, duration, stop reason, tools asked for."""
+    lines = []
+    for call in calls:
+        tools = ", ".join(_safe(t.name, 40) for t in call.tool_calls)
+        parts = [
+            _stamp(call.t),
+            _safe(call.model or "unknown model", 60),
+            f"{call.tokens} tokens" if call.tokens is not None else "no usage",
+            format_duration(call.duration_ms),
+            _safe(call.stop_reason or (f"ended: {call.ended}" if call.ended else "-"), 40),
+        ]
+        if tools:
+            parts.append(f"→ {tools}")
+        lines.append(Text(" ".join(parts)))
+    return lines
+
+
 def render_trial(view: TrialView, console: Console) -> None:
     """Print one trial: verdict and cause, checks with evidence, diff, transcript timeline."""
     title = Text(f"trial {printable(view.scenario)}:{view.i} · run {printable(view.run_id)}: ")
@@ -317,6 +357,8 @@ def render_trial(view: TrialView, console: Console) -> None:
         console.print(Text(f"earlier infra-error attempts {view.attempts}"))
     if view.reused:
         console.print(Text("reused from an earlier run"))
+    for line in _gateway_lines(view):
+        console.print(line)
     if view.error and "\n" in view.error.strip():
         console.print(Text("error:"))
         console.print(Text(printable(view.error.strip(), multiline=True)))
@@ -328,11 +370,18 @@ def render_trial(view: TrialView, console: Console) -> None:
     console.print()
     if view.transcript is None:
         console.print(Text("transcript: none recorded"))
-        return
-    console.print(
-        Text(
-            f"transcript ({len(view.timeline)} entries) {printable(view.transcript)}", style="bold"
+    else:
+        console.print(
+            Text(
+                f"transcript ({len(view.timeline)} entries) {printable(view.transcript)}",
+                style="bold",
+            )
         )
-    )
-    for line in timeline_lines(view.timeline):
-        console.print(line)
+        for line in timeline_lines(view.timeline):
+            console.print(line)
+    if view.model_calls is not None:
+        console.print()
+        heading = f"model calls ({len(view.calls or [])}) {printable(view.model_calls)}"
+        console.print(Text(heading, style="bold"))
+        for line in model_call_lines(view.calls or []):
+            console.print(line)

@@ -19,8 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..report import CheckResult, MetaConfig, OutputModel, RunFiles, TrialResult
+from ..report import (
+    CheckResult,
+    MetaConfig,
+    OutputModel,
+    RunFiles,
+    TamperEvidence,
+    TrialResult,
+    TrialUsage,
+)
 from ..transcript import RAW_FILE, TRANSCRIPT_FILE, decode_transcript
+from ..transcript.model_calls import MODEL_CALLS_FILE, ModelCall, parse_model_call_line
 from .causes import evidence_line, trial_cause
 
 __all__ = [
@@ -30,6 +39,7 @@ __all__ = [
     "TranscriptCaps",
     "TrialView",
     "build_trial_view",
+    "read_model_calls",
     "read_timeline",
 ]
 
@@ -50,7 +60,7 @@ KNOWN_KINDS = frozenset(
     }
 )
 #: The trial's files a view names (and the page links), in this order.
-TRIAL_FILES = (TRANSCRIPT_FILE, RAW_FILE)
+TRIAL_FILES = (TRANSCRIPT_FILE, RAW_FILE, MODEL_CALLS_FILE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +146,14 @@ class TrialView(OutputModel):
     """Earlier infra-error attempts (``--retry-infra``)."""
     reused: bool
     """The trial was carried over from an earlier run (``--resume``, ``--last-failed``)."""
+    usage: TrialUsage | None = None
+    """Where the figures come from, with the gateway on (docs/gateway.md)."""
+    tampered: list[TamperEvidence] | None = None
+    """Evidence that the host's stream was tampered with."""
+    model_calls: str | None = None
+    """Path of the model-call record, when there is one."""
+    calls: list[ModelCall] | None = None
+    """The model calls the gateway forwarded (``model-calls.jsonl``), within the view's caps."""
 
 
 def _entry(value: object) -> TimelineEntry:
@@ -177,6 +195,13 @@ def read_timeline(data: bytes, caps: TranscriptCaps) -> list[TimelineEntry]:
     return entries
 
 
+def read_model_calls(data: bytes, caps: TranscriptCaps) -> list[ModelCall]:
+    """Read a ``model-calls.jsonl``'s bytes into its calls, within ``caps`` (damage skipped)."""
+    read = decode_transcript(data, max_bytes=caps.max_bytes, max_entries=caps.max_entries)
+    found = (parse_model_call_line(line.value) for line in read.lines if line.is_json)
+    return [call for call in found if isinstance(call, ModelCall)]
+
+
 def _check(check: CheckResult) -> CheckView:
     return CheckView(
         index=check.index,
@@ -194,6 +219,8 @@ class _Recorded:
     transcript: str | None = None
     timeline: tuple[TimelineEntry, ...] = ()
     files: tuple[str, ...] = ()
+    model_calls: str | None = None
+    calls: tuple[ModelCall, ...] | None = None
 
 
 def _recorded(files: RunFiles | None, scenario: str, index: int, caps: TranscriptCaps) -> _Recorded:
@@ -207,13 +234,20 @@ def _recorded(files: RunFiles | None, scenario: str, index: int, caps: Transcrip
         try:
             names = trial_files.names()
             data = trial_files.read_head(TRANSCRIPT_FILE, limit=caps.max_bytes)
+            record = trial_files.read_head(MODEL_CALLS_FILE, limit=caps.max_bytes)
         except OSError:
             return _Recorded()
         present = tuple(trial_files.path_of(n) for n in TRIAL_FILES if n in names)
-    if data is None:
-        return _Recorded(files=present)
-    path = str(files.path / trial_files.path_of(TRANSCRIPT_FILE))
-    return _Recorded(path, tuple(read_timeline(data, caps)), present)
+        record_path = str(files.path / trial_files.path_of(MODEL_CALLS_FILE))
+        path = str(files.path / trial_files.path_of(TRANSCRIPT_FILE))
+    calls = None if record is None else tuple(read_model_calls(record, caps))
+    return _Recorded(
+        transcript=None if data is None else path,
+        timeline=() if data is None else tuple(read_timeline(data, caps)),
+        files=present,
+        model_calls=None if record is None else record_path,
+        calls=calls,
+    )
 
 
 def build_trial_view(
@@ -255,4 +289,8 @@ def build_trial_view(
         files=list(recorded.files),
         attempts=len(trial.attempts or []),
         reused=bool(trial.reused),
+        usage=trial.usage,
+        tampered=trial.tampered,
+        model_calls=recorded.model_calls,
+        calls=None if recorded.calls is None else list(recorded.calls),
     )

@@ -37,6 +37,7 @@ from ...transcript import (
     parse_entry,
 )
 from ..trial import CheckView, TimelineEntry, TranscriptCaps, TrialView
+from .model_calls import CallRow, call_rows, usage_note
 from .svg import usage_line
 
 __all__ = [
@@ -142,6 +143,14 @@ class TrialPanel:
     """Tokens over the session, when the transcript has usage entries."""
     links: list[Link]
     """Links to the trial's recorded files."""
+    usage_note: str | None = None
+    """Where tokens, cost and model come from (the gateway on)."""
+    tampered: list[tuple[str, Capped]] = field(default_factory=list)
+    """Tampering evidence: kind and detail."""
+    calls: list[CallRow] = field(default_factory=list)
+    """The model-call record (the first :data:`~.model_calls.PAGE_CALLS`)."""
+    calls_omitted: int = 0
+    """Model calls left out of the page (the record file has them all)."""
 
 
 def highlight_diff(diff: str) -> Markup:
@@ -336,6 +345,7 @@ def trial_panel(
     links: list[Link] = []
     if run_dir is not None:
         links = [Link(PurePosixPath(n).name, _href(run_dir / n, links_from)) for n in view.files]
+    calls, calls_omitted = call_rows(view.calls or [])
     return TrialPanel(
         view=view.model_copy(update={"timeline": []}),
         anchor=anchor,
@@ -347,6 +357,10 @@ def trial_panel(
         timeline=timeline,
         usage_chart=chart,
         links=links,
+        usage_note=usage_note(view.usage),
+        tampered=[(e.kind, cap(e.detail)) for e in view.tampered or []],
+        calls=calls,
+        calls_omitted=calls_omitted,
     )
 
 
