@@ -18,9 +18,8 @@ Completions request that does not ask for its usage, ``stream_options.include_us
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -91,16 +90,28 @@ class Forwarder:
     """The gateway's HTTP side: one upstream client for the run, h11 per connection."""
 
     def __init__(self) -> None:
-        self.client = httpx.AsyncClient(
-            timeout=_UPSTREAM_TIMEOUT,
-            follow_redirects=False,
-            trust_env=True,  # the user's HTTPS_PROXY and SSL_CERT_FILE apply upstream
-            limits=httpx.Limits(max_keepalive_connections=32, max_connections=None),
-        )
+        self._clients: dict[bool, httpx.AsyncClient] = {}
+
+    def client(self, url: str) -> httpx.AsyncClient:
+        """The upstream client for ``url``'s scheme (the TLS one verifies, and loads the CAs
+        only when a provider needs it)."""
+        tls = url.startswith("https:")
+        client = self._clients.get(tls)
+        if client is None:
+            client = httpx.AsyncClient(
+                timeout=_UPSTREAM_TIMEOUT,
+                follow_redirects=False,
+                verify=tls,  # plain HTTP has nothing to verify: no CA bundle to load
+                trust_env=True,  # the user's HTTPS_PROXY and SSL_CERT_FILE apply upstream
+                limits=httpx.Limits(max_keepalive_connections=32, max_connections=None),
+            )
+            self._clients[tls] = client
+        return client
 
     async def aclose(self) -> None:
         """Close the upstream connections."""
-        await self.client.aclose()
+        for client in self._clients.values():
+            await client.aclose()
 
     async def serve(
         self, stream: anyio.abc.ByteStream, *, find: Find, refuse: Callable[[], None]
@@ -195,8 +206,9 @@ class Forwarder:
             if name.lower() not in _HOP and name.lower() != "accept-encoding"
         ]
         headers.append(("accept-encoding", _encodings(request.headers)))
-        outgoing = self.client.build_request(
-            request.method, route.upstream + route.substitute(below), headers=headers, content=body
+        url = route.upstream + route.substitute(below)
+        outgoing = self.client(url).build_request(
+            request.method, url, headers=headers, content=body
         )
         for default in ("user-agent", "accept"):  # httpx's defaults: the host did not send them
             if default not in sent and default in outgoing.headers:
@@ -212,7 +224,7 @@ class Forwarder:
         api: ModelApi,
         outcome: _Outcome,
     ) -> None:
-        response = await self.client.send(outgoing, stream=True)
+        response = await self.client(str(outgoing.url)).send(outgoing, stream=True)
         try:
             outcome.status = response.status_code
             content_type = response.headers.get("content-type", "")
@@ -230,24 +242,40 @@ class Forwarder:
             ]
             if "content-length" in response.headers and "transfer-encoding" not in response.headers:
                 head.append(("content-length", response.headers["content-length"]))
-            await _send(conn, stream, h11.Response(status_code=response.status_code, headers=head))
-            async with contextlib.aclosing(response.aiter_raw(_CHUNK)) as chunks:
+            # The head goes out with the first chunk (one write, not two): an answer whose
+            # first chunk crosses the budget reaches the host not even in part.
+            pending = conn.send(h11.Response(status_code=response.status_code, headers=head))
+            chunks = response.aiter_raw(_CHUNK)
+            try:
                 async for chunk in chunks:
                     meter.feed(chunk)
                     outcome.counted = _observe(route, meter, outcome.counted)
                     if route.exceeded:
                         outcome.ended, outcome.keep_open = "budget", False
                         return
-                    await _send(conn, stream, h11.Data(data=chunk))
+                    await stream.send((pending or b"") + (conn.send(h11.Data(data=chunk)) or b""))
+                    pending = b""
+            finally:
+                await _close(chunks)
             meter.end()
             outcome.counted = _observe(route, meter, outcome.counted)
             if route.exceeded:
                 outcome.ended, outcome.keep_open = "budget", False
                 return
-            await _send(conn, stream, h11.EndOfMessage())
+            tail = (pending or b"") + (conn.send(h11.EndOfMessage()) or b"")
+            if tail:
+                await stream.send(tail)
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
+
+
+async def _close(chunks: AsyncIterator[bytes]) -> None:
+    """Close an answer's chunk iterator at once (an async generator left open warns)."""
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        with anyio.CancelScope(shield=True):
+            await aclose()
 
 
 def _readable(api: ModelApi, outcome: _Outcome) -> bool:

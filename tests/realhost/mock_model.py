@@ -387,6 +387,9 @@ class _HTTPServer(ThreadingHTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         conn, address = super().get_request()
+        # Headers and body are two writes: without this, Nagle holds the body back until
+        # the client's delayed ACK of the headers (up to 40 ms per answer).
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self._connections_lock:
             self._connections.add(conn)
         return conn, address
