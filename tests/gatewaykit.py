@@ -10,6 +10,7 @@ walks up to its host CLI (``claude``, ``opencode``, or the stand-in
   ``num_turns`` result) in the host's own dialect;
 * ``early-result``: a ``result`` event claiming 50 tokens;
 * ``claim``: a ``result`` event claiming 5,000,000 tokens;
+* ``negative``: negative usage in the host's dialect (-999,999,999 tokens);
 * ``hide GATE``: leaves a daemon that waits until the mock received the gated
   turn's request (``GATE.arrived``), writes an unterminated JSON fragment, and
   lets the mock answer (``GATE.go``): the host's next line, the gated turn's tool
@@ -38,6 +39,41 @@ from atlante_eval.hosts.credentials import claude_env_auth_mode
 from atlante_eval.run import metering
 
 AGENT = Path(__file__).with_name("gateway_agent.py")
+
+#: Walks everything the agent's tool can read (its environment, its sandbox, HOME, state
+#: and temp directories, its ancestors' environments) and writes the SHA-256 of every
+#: token-like string found to ``hashes.txt`` (the key itself is never named to it).
+SCAN = r"""
+import hashlib, json, os, re
+token = re.compile(rb"[A-Za-z0-9_.-]{16,}")
+found = set()
+def note(data):
+    for match in token.finditer(data):
+        found.add(hashlib.sha256(match.group()).hexdigest())
+note(json.dumps(dict(os.environ)).encode())
+roots = [os.getcwd(), os.environ.get("HOME", ""), os.environ.get("TMPDIR", ""),
+         os.environ.get("XDG_CONFIG_HOME", ""), os.environ.get("XDG_DATA_HOME", ""),
+         os.path.dirname(os.environ.get("HOME", "/nonexistent"))]
+for root in filter(None, roots):
+    for base, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                with open(os.path.join(base, name), "rb") as handle:
+                    note(handle.read(64 * 1024 * 1024))
+            except OSError:
+                pass
+pid = os.getpid()
+while pid > 1:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            note(handle.read())
+        with open(f"/proc/{pid}/stat") as handle:
+            pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        break
+with open("hashes.txt", "w") as handle:
+    handle.write(" ".join(sorted(found)))
+"""
 
 #: Asks the gateway, from inside the sandbox, on the trial's route without its token and
 #: on a guessed route; writes the two HTTP statuses to ``codes.txt``.
@@ -105,6 +141,16 @@ elif mode == "early-result":
     event = {"type": "result", "subtype": "success", "is_error": False, "num_turns": -1000000,
              "usage": {"input_tokens": 50, "output_tokens": 0}, "total_cost_usd": 0.0001,
              "result": "done"}
+    send(pid, json.dumps(event) + "\n")
+elif mode == "negative":
+    if dialect == "claude":
+        event = {"type": "assistant", "message": {"id": "msg_forged_neg", "content": [],
+                 "usage": {"input_tokens": -999999999, "output_tokens": 0}}}
+    else:
+        cache = {"read": 0, "write": 0}
+        tokens = {"input": -1000000000, "output": 0, "reasoning": 0, "cache": cache}
+        event = {"type": "step_finish", "part": {"type": "step-finish", "tokens": tokens,
+                 "cost": -1234.5}}
     send(pid, json.dumps(event) + "\n")
 elif mode == "claim":
     event = {"type": "result", "subtype": "success", "is_error": False, "num_turns": 1,

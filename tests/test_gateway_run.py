@@ -20,7 +20,14 @@ from typing import Any
 import anyio
 import pytest
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario
-from gatewaykit import FORGE, PROBE, GatewayStandin, without_cross_check, without_gateway_budget
+from gatewaykit import (
+    FORGE,
+    PROBE,
+    SCAN,
+    GatewayStandin,
+    without_cross_check,
+    without_gateway_budget,
+)
 from isolationkit import require_bwrap
 from realhost.mock_model import MockModelServer, Reply, RunBash, Script, Usage, WriteFile
 
@@ -29,42 +36,7 @@ from atlante_eval.transcript.model_calls import ModelCall, load_model_calls
 
 #: The user's real API key: it must reach the provider and nothing the agent can read.
 REAL_KEY = f"sk-ant-real-{uuid.uuid4().hex}"
-HELLO = {"type": "file-exists", "path": "hello.txt"}
-#: Walks everything the agent's tool can read (its environment, its sandbox, HOME, state
-#: and temp directories, its ancestors' environments) and writes the SHA-256 of every
-#: token-like string found to ``hashes.txt`` (the key itself is never named to it).
-SCAN = r"""
-import hashlib, json, os, re
-token = re.compile(rb"[A-Za-z0-9_.-]{16,}")
-found = set()
-def note(data):
-    for match in token.finditer(data):
-        found.add(hashlib.sha256(match.group()).hexdigest())
-note(json.dumps(dict(os.environ)).encode())
-roots = [os.getcwd(), os.environ.get("HOME", ""), os.environ.get("TMPDIR", ""),
-         os.environ.get("XDG_CONFIG_HOME", ""), os.environ.get("XDG_DATA_HOME", ""),
-         os.path.dirname(os.environ.get("HOME", "/nonexistent"))]
-for root in filter(None, roots):
-    for base, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                with open(os.path.join(base, name), "rb") as handle:
-                    note(handle.read(64 * 1024 * 1024))
-            except OSError:
-                pass
-pid = os.getpid()
-while pid > 1:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            note(handle.read())
-        with open(f"/proc/{pid}/stat") as handle:
-            pid = int(handle.read().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        break
-with open("hashes.txt", "w") as handle:
-    handle.write(" ".join(sorted(found)))
-"""
-
+HELLO: dict[str, Any] = {"type": "file-exists", "path": "hello.txt"}
 #: The agent's tools in the fixture.
 TOOLS = {"forge.py": FORGE, "scan.py": SCAN, "probe.py": PROBE}
 
