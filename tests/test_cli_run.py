@@ -112,9 +112,12 @@ def test_failing_check_exits_1(tmp_path: Path) -> None:
 
 
 def test_skipped_trials_exit_1_and_print_reference_progress(tmp_path: Path) -> None:
-    """maxSessions 1 with 2 trials: pass then skipped-budget, exit 1, reference progress lines."""
+    """maxSessions 1 with 2 trials: pass then skipped-budget, exit 1, reference progress lines.
+
+    ``--gateway off``: the reference's own behaviour (the stand-in host calls no model).
+    """
     root = project(tmp_path, scenario("cli-happy", prompt=WRITE_X), trials=2, maxSessions=1)
-    result = invoke(str(root), "--jobs", "1")
+    result = invoke(str(root), "--jobs", "1", "--gateway", "off")
     assert result.exit_code == 1
     lines = re.sub(r"\(\d+ms", "(Nms", result.stderr).splitlines()
     assert lines == [
