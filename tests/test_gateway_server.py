@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx
 import pytest
 from realhost.mock_model import MockModelServer, Reply, Script, Usage, WriteFile
@@ -256,3 +257,71 @@ def test_the_http_libraries_load_with_the_first_connection() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["[]", "['h11',", "'httpx']", "403"]
+
+
+async def test_a_refused_request_body_is_never_read(gateway: Gateway) -> None:
+    """A request without the token announcing 1 GiB gets 401 at once; its body is not read."""
+    with gateway.route(max_tokens=100) as route:
+        route.bind("http://127.0.0.1:9")
+        route.stand_in(KEY)
+        target = route.base_url.removeprefix(gateway.url)
+        async with await anyio.connect_tcp("127.0.0.1", gateway.endpoint.port) as client:
+            head = (
+                f"POST {target}/v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: {2**30}\r\n\r\n"
+            )
+            await client.send(head.encode() + b"x" * 1024)
+            reply = await _read_all(client)
+    assert reply.startswith(b"HTTP/1.1 401")
+    assert route.refused == 1
+
+
+async def test_bodies_beyond_the_caps_are_refused(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One body above REQUEST_BYTES, or a route holding more than ROUTE_BYTES: 413."""
+    from atlante_eval.gateway import exchange
+
+    monkeypatch.setattr(exchange, "REQUEST_BYTES", 1000)
+    with gateway.route(max_tokens=100) as route:
+        route.bind("http://127.0.0.1:9")
+        token = route.stand_in(KEY)
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(
+                f"{route.base_url}/v1/messages", content=b"x" * 5000, headers={"x-api-key": token}
+            )
+        assert answer.status_code == 413
+        with route.holding(100) as take:
+            assert take(60)
+            with route.holding(100) as other:
+                assert not other(60)  # the route already holds 60 of its 100
+            assert take(40)
+        with route.holding(100) as take:
+            assert take(100)  # given back when each exchange ended
+
+
+async def test_idle_and_surplus_connections_are_closed(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection that sends no request head is closed; beyond the cap, at once."""
+    from atlante_eval.gateway import exchange, server
+
+    monkeypatch.setattr(exchange, "HEAD_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(server, "MAX_CONNECTIONS", 1)
+    port = gateway.endpoint.port
+    with anyio.fail_after(30):  # a hang guard
+        async with await anyio.connect_tcp("127.0.0.1", port) as idle:
+            await idle.send(b"GET /t/x HTTP/1.1\r\n")  # an unfinished head: the first connection
+            while gateway._open < 1:  # noqa: ASYNC110 - the count is plain state, no event to await
+                await anyio.sleep(0.01)
+            async with await anyio.connect_tcp("127.0.0.1", port) as surplus:
+                assert await _read_all(surplus) == b""  # closed at once: one connection served
+            assert await _read_all(idle) == b""  # closed when its head did not come
+
+
+async def _read_all(stream: anyio.abc.ByteStream) -> bytes:
+    data = b""
+    while True:
+        try:
+            data += await stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            return data

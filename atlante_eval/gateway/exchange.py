@@ -32,12 +32,16 @@ from ..transcript.model_calls import ModelApi
 from .metering import CallMeter, api_of
 from .routes import TrialRoute
 
-__all__ = ["REQUEST_BYTES", "Forwarder"]
+__all__ = ["HEAD_TIMEOUT_S", "REQUEST_BYTES", "ROUTE_BYTES", "Forwarder"]
 
 log = get_logger("atlante_eval.gateway")
 
 #: Largest request body the gateway forwards (413 beyond).
-REQUEST_BYTES = 64 * 1024 * 1024
+REQUEST_BYTES = 32 * 1024 * 1024
+#: Most request bytes one route holds at once, over its concurrent requests (413 beyond).
+ROUTE_BYTES = 64 * 1024 * 1024
+#: Longest wait for a request's head on an open connection (then it is closed).
+HEAD_TIMEOUT_S = 120.0
 _HEAD_BYTES = 64 * 1024
 _CHUNK = 65536
 _HOP = frozenset(
@@ -65,6 +69,10 @@ Find = Callable[[str], tuple[TrialRoute | None, str]]
 
 class _Closed(Exception):
     """The client hung up, or the connection cannot carry another request."""
+
+
+class _TooLarge(Exception):
+    """A request body beyond what the gateway holds."""
 
 
 @dataclass
@@ -116,45 +124,40 @@ class Forwarder:
     async def serve(
         self, stream: anyio.abc.ByteStream, *, find: Find, refuse: Callable[[], None]
     ) -> None:
-        """Serve the connection's requests until it closes."""
+        """Serve the connection's requests until it closes.
+
+        Each request's head must arrive within :data:`HEAD_TIMEOUT_S`; its route and
+        token are checked before its body is read (a refused request's body never is,
+        and its connection closes), and the bodies a route holds at once are bounded
+        (:data:`ROUTE_BYTES`).
+        """
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_HEAD_BYTES)
         while True:
             try:
-                request = await _receive_request(conn, stream)
-            except (_Closed, h11.RemoteProtocolError):
+                with anyio.fail_after(HEAD_TIMEOUT_S):
+                    request = await _receive_head(conn, stream)
+            except (_Closed, h11.RemoteProtocolError, TimeoutError):
                 return
             if request is None:
                 return
-            keep_open = await self._answer(conn, stream, request, find, refuse)
-            if not keep_open or conn.our_state is not h11.DONE:
-                return
-            if conn.their_state is not h11.DONE:
+            route, below = find(request.target)
+            refusal = _refusal(route, request, refuse)
+            if refusal is not None or route is None:
+                status, why = refusal or (403, "no open trial route at this address")
+                await _reply(conn, stream, status, why)
+                return  # its body is not read: the connection cannot carry another request
+            with route.holding(ROUTE_BYTES) as held:
+                try:
+                    request.body = await _receive_body(conn, stream, held)
+                except (_Closed, h11.RemoteProtocolError):
+                    return
+                except _TooLarge:
+                    await _reply(conn, stream, 413, "the request is larger than the gateway takes")
+                    return
+                keep_open = await self._forward(conn, stream, route, request, below)
+            if not keep_open or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                 return
             conn.start_next_cycle()
-
-    async def _answer(
-        self,
-        conn: h11.Connection,
-        stream: anyio.abc.ByteStream,
-        request: _Request,
-        find: Find,
-        refuse: Callable[[], None],
-    ) -> bool:
-        route, below = find(request.target)
-        if route is None:
-            refuse()
-            return await _reply(conn, stream, 403, "no open trial route at this address")
-        if not route.admits(value for _name, value in request.headers):
-            route.refuse()
-            refuse()
-            return await _reply(conn, stream, 401, "the request does not carry the trial's token")
-        if route.upstream is None:
-            return await _reply(conn, stream, 403, "the trial's host did not bind this route")
-        if route.exceeded:
-            return await _reply(conn, stream, 403, "the trial's token budget is spent")
-        if len(request.body) > REQUEST_BYTES:
-            return await _reply(conn, stream, 413, "the request is larger than the gateway takes")
-        return await self._forward(conn, stream, route, request, below)
 
     async def _forward(
         self,
@@ -325,33 +328,69 @@ def _with_usage(body: bytes) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-async def _receive_request(conn: h11.Connection, stream: anyio.abc.ByteStream) -> _Request | None:
-    """The next request with its whole body (``None``: the client closed the connection)."""
-    head: h11.Request | None = None
-    body = bytearray()
+def _refusal(
+    route: TrialRoute | None, request: _Request, refuse: Callable[[], None]
+) -> tuple[int, str] | None:
+    """Why a request is refused before its body is read (counted), or ``None``."""
+    if route is None:
+        refuse()
+        return 403, "no open trial route at this address"
+    if not route.admits(value for _name, value in request.headers):
+        route.refuse()
+        refuse()
+        return 401, "the request does not carry the trial's token"
+    if route.upstream is None:
+        return 403, "the trial's host did not bind this route"
+    if route.exceeded:
+        return 403, "the trial's token budget is spent"
+    return None
+
+
+async def _next_event(conn: h11.Connection, stream: anyio.abc.ByteStream) -> object:
+    """The connection's next h11 event, reading from the client as needed."""
     while True:
         event = conn.next_event()
-        if event is h11.NEED_DATA:
-            try:
-                data = await stream.receive(_CHUNK)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                data = b""
-            conn.receive_data(data)
-            continue
-        if isinstance(event, h11.Request):
-            head = event
-        elif isinstance(event, h11.Data):
-            if len(body) <= REQUEST_BYTES:
-                body += event.data
-        elif isinstance(event, h11.EndOfMessage) and head is not None:
-            return _Request(
-                method=head.method.decode("ascii", "replace").upper(),
-                target=head.target.decode("latin-1"),
-                headers=[(n.decode("latin-1"), v.decode("latin-1")) for n, v in head.headers],
-                body=bytes(body),
-            )
-        elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
-            return None
+        if event is not h11.NEED_DATA:
+            return event
+        try:
+            data = await stream.receive(_CHUNK)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            data = b""
+        conn.receive_data(data)
+
+
+async def _receive_head(conn: h11.Connection, stream: anyio.abc.ByteStream) -> _Request | None:
+    """The next request's head (``None``: the client closed the connection)."""
+    event = await _next_event(conn, stream)
+    if not isinstance(event, h11.Request):
+        return None
+    return _Request(
+        method=event.method.decode("ascii", "replace").upper(),
+        target=event.target.decode("latin-1"),
+        headers=[(n.decode("latin-1"), v.decode("latin-1")) for n, v in event.headers],
+    )
+
+
+async def _receive_body(
+    conn: h11.Connection, stream: anyio.abc.ByteStream, held: Callable[[int], bool]
+) -> bytes:
+    """The request's body; ``held`` takes each piece's size from the route's allowance.
+
+    Raises:
+        _TooLarge: beyond :data:`REQUEST_BYTES`, or the route's allowance.
+        _Closed: the client went away mid-body.
+    """
+    body = bytearray()
+    while True:
+        event = await _next_event(conn, stream)
+        if isinstance(event, h11.Data):
+            if len(body) + len(event.data) > REQUEST_BYTES or not held(len(event.data)):
+                raise _TooLarge
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            return bytes(body)
+        else:
+            raise _Closed
 
 
 async def _send(conn: h11.Connection, stream: anyio.abc.ByteStream, event: h11.Event) -> None:

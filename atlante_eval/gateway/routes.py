@@ -167,6 +167,7 @@ class TrialRoute:
         self._by_model: dict[str, int] = {}
         self._table_cost: float | None = 0.0
         self._scopes: set[anyio.CancelScope] = set()
+        self._held = 0
 
     # -- what the host sees (hosts.base.ModelRoute) ---------------------------------------
 
@@ -249,6 +250,28 @@ class TrialRoute:
             self.exceeded = True
             if self.on_exceeded is not None:
                 self.on_exceeded()
+
+    @contextlib.contextmanager
+    def holding(self, allowance: int = 64 * 1024 * 1024) -> Iterator[Callable[[int], bool]]:
+        """Count the request bytes one exchange holds against the route's ``allowance``.
+
+        Yields a function that takes ``n`` more bytes and says whether they fit; what
+        the exchange took is given back when the block ends.
+        """
+        taken = 0
+
+        def take(size: int) -> bool:
+            nonlocal taken
+            if self._held + size > allowance:
+                return False
+            self._held += size
+            taken += size
+            return True
+
+        try:
+            yield take
+        finally:
+            self._held -= taken
 
     @contextlib.contextmanager
     def exchange(self) -> Iterator[anyio.CancelScope]:

@@ -29,11 +29,14 @@ from .routes import TrialRoute
 if TYPE_CHECKING:
     from .exchange import Forwarder
 
-__all__ = ["Gateway", "open_gateway"]
+__all__ = ["MAX_CONNECTIONS", "Gateway", "open_gateway"]
 
 log = get_logger("atlante_eval.gateway")
 
 _ROUTE_PREFIX = "/t/"
+#: Most connections served at once; more are closed at once (an agent opening thousands
+#: cannot take the engine's file descriptors).
+MAX_CONNECTIONS = 512
 
 
 class Gateway:
@@ -50,6 +53,7 @@ class Gateway:
         """Model calls forwarded on routes that have closed."""
         self._forwarder: Forwarder | None = None
         self._closing = False
+        self._open = 0
 
     @contextlib.contextmanager
     def route(
@@ -91,13 +95,16 @@ class Gateway:
     async def handle(self, stream: anyio.abc.ByteStream) -> None:
         """Serve one connection; a failure ends only that connection."""
         async with stream:
-            if self._closing:
+            if self._closing or self._open >= MAX_CONNECTIONS:
                 return
+            self._open += 1
             try:
                 forwarder = self._forwarder_now()
                 await forwarder.serve(stream, find=self.find, refuse=self.refuse)
             except Exception:
                 log.debug("gateway.connection_failed", exc_info=True)
+            finally:
+                self._open -= 1
 
     def _forwarder_now(self) -> Forwarder:
         if self._forwarder is None:
