@@ -155,6 +155,21 @@ def test_any_interrupted_shard_marks_the_merge_interrupted() -> None:
     assert merged.meta.run_root is None
 
 
+def test_the_gateway_figures_of_every_shard_are_summed() -> None:
+    """meta.gateway sums over shards that all had it; one shard without it drops it."""
+    from atlante_eval.report import GatewaySummary
+
+    def gateway(n: int) -> GatewaySummary:
+        return GatewaySummary(calls=10 * n, refused=n, fallback_trials=1)
+
+    shards = [ShardReport(f"s{i}", _shard(i, gateway=gateway(i))) for i in (1, 2, 3)]
+    assert merge_reports(shards).meta.gateway == GatewaySummary(
+        calls=60, refused=6, fallback_trials=3
+    )
+    mixed = [*shards[:2], ShardReport("s3", _shard(3))]
+    assert merge_reports(mixed).meta.gateway is None
+
+
 def test_parse_shard_label() -> None:
     """I/N with 1 <= I <= N parses; anything else is None."""
     assert parse_shard_label("2/3") == (2, 3)

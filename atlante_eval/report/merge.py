@@ -25,6 +25,7 @@ from .loading import load_report, report_path
 from .models import REPORT_FILE, Meta, RunReport, ScenarioResult, ShardBalance, TrialResult
 from .publish import PublishError, atomic_write, new_run_id, report_failed, reserve_report_dir
 from .results import finalize, summarize
+from .usage import GatewaySummary
 
 __all__ = [
     "ShardReport",
@@ -244,6 +245,18 @@ def _check_description(
             )
 
 
+def _merge_gateway(metas: list[Meta]) -> GatewaySummary | None:
+    """Every shard's gateway figures summed (``None`` unless every shard had the gateway on)."""
+    found = [m.gateway for m in metas if m.gateway is not None]
+    if not found or len(found) != len(metas):
+        return None
+    return GatewaySummary(
+        calls=sum(g.calls for g in found),
+        refused=sum(g.refused for g in found),
+        fallback_trials=sum(g.fallback_trials for g in found),
+    )
+
+
 def _merge_meta(metas: list[Meta]) -> Meta:
     started = [m.started_at for m in metas if m.started_at]
     ended = [m.ended_at for m in metas if m.ended_at]
@@ -259,6 +272,7 @@ def _merge_meta(metas: list[Meta]) -> Meta:
         "run_root": None,
         "totals": None,  # recomputed by finalize()
         "shard_balance": _merge_balance(metas),
+        "gateway": _merge_gateway(metas),
     }
     # Any other optional field (e.g. resumedFrom) stands only when every shard agrees.
     for field, info in Meta.model_fields.items():
