@@ -151,6 +151,20 @@ def test_report_is_written_like_a_run_with_host_selftest(quickstart: SelftestOut
     assert written["report"] == str(outcome.report_path)
 
 
+def test_selftest_starts_the_gateway_unless_asked_not_to(
+    quickstart: SelftestOutcome, tmp_path: Path
+) -> None:
+    """By default the trials get routes their stand-in agents never use; --gateway off: none."""
+    report = quickstart.report
+    assert report.meta.gateway is not None
+    trials = report.all_trials()
+    assert report.meta.gateway.fallback_trials == len(trials)
+    assert all(t.usage is not None and t.usage.source == "host" for t in trials)
+    off = _selftest(QUICKSTART, tmp_path, gateway="off")
+    assert off.report.meta.gateway is None
+    assert all(t.usage is None for t in off.report.all_trials())
+
+
 def test_selftest_writes_synthetic_transcripts(quickstart: SelftestOutcome) -> None:
     """Each agent has a transcript: header and session start as host selftest, the
     reference agent's file changes as write tool calls, and a result."""
