@@ -245,10 +245,13 @@ def test_passing_trials_write_the_file_and_pass_every_check(host_run: HostRun) -
         assert trial.host_evidence is None
     assert host_run.pair.meta.host == host_run.host
     assert host_run.pair.meta.host_version in ("2.1.332", "1.18.33")
+    # Through the gateway (on by default): the model is the one the mock said it served,
+    # the figures are the gateway's, and the host counted the same.
+    assert all(t.model == "mock-model" for t in trials)
+    assert all(t.usage is not None and t.usage.source == "gateway" for t in trials)
+    assert all(t.usage is not None and t.usage.host_tokens == t.tokens for t in trials)
     if host_run.host == "claude-code":
-        assert all(t.model == "mock-model" and t.cost for t in trials)
-    else:
-        assert all(t.model == "mock/mock-model" for t in trials)
+        assert all(t.cost for t in trials)
 
 
 def test_the_prompt_reaches_the_model_byte_for_byte(host_run: HostRun) -> None:
