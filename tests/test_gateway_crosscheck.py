@@ -113,7 +113,9 @@ def test_findings_and_the_ledger_are_bounded() -> None:
 
 
 def _meter(route: TrialRoute) -> TrialMeter:
-    return TrialMeter(route, None)
+    meter = TrialMeter(route, None)
+    meter.transcribed = True
+    return meter
 
 
 def test_the_gateway_figures_win_and_a_higher_host_total_is_evidence() -> None:
@@ -130,6 +132,15 @@ def test_the_gateway_figures_win_and_a_higher_host_total_is_evidence() -> None:
         "host",
     )
     assert [e.kind for e in settled.tampered] == ["usage-mismatch"]
+
+
+def test_without_a_transcript_nothing_is_cross_checked() -> None:
+    """No transcript was written (no run directory): no call can be missing from it."""
+    meter = TrialMeter(_route(("t1", "Write", {})), None)
+    settled = settle(meter, SessionUsage(10**9), None, completed=True)
+    assert settled.tampered == ()
+    assert settled.usage is not None
+    assert settled.usage.source == "gateway"
 
 
 def test_a_host_total_within_the_tolerance_or_below_is_no_evidence() -> None:
