@@ -126,7 +126,7 @@ def test_chat_tool_calls_arriving_in_pieces_are_joined_by_index() -> None:
         {"index": 1, "id": "call_b", "function": {"name": "write", "arguments": "{}"}},
         {"index": 0, "function": {"arguments": 'and": "ls"}'}},
     ]
-    chunks = [{"choices": [{"delta": {"tool_calls": [p]}}]} for p in pieces]
+    chunks: list[dict[str, Any]] = [{"choices": [{"delta": {"tool_calls": [p]}}]} for p in pieces]
     chunks.append({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2}})
     body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
     figures = _meter("/chat/completions", body.encode(), streamed=True).figures

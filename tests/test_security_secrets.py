@@ -263,3 +263,30 @@ def test_claude_sessions_get_their_auth_variables_only(tmp_path: Path, gateway: 
     for env in [*run.dumped("check"), *run.git_envs()]:
         _assert_clean(env)
     assert _leaks(run) == []
+
+
+def test_no_secret_in_diagnostics(tmp_path: Path) -> None:
+    """Validation failures, an unavailable host and a failing session print no secret."""
+    prepared = _prepare(tmp_path, "opencode")
+    scenario_file = prepared.project / "eval" / "scenarios" / "leaky.eval.json"
+    document = json.loads(scenario_file.read_text())
+
+    invalid = {**document, "checks": [{"type": "command", "run": ["x"], "outputMatches": "("}]}
+    scenario_file.write_text(json.dumps(invalid))
+    assert _run(prepared).status == 2
+    assert "invalid-eval-scenario" in prepared.stderr
+    assert _leaks(prepared) == []
+
+    scenario_file.write_text(json.dumps(document))
+    update_stub(prepared.stub, version_output="opencode 0.0.1\n")
+    assert _run(prepared).status == 3
+    assert "error [eval-host" in prepared.stderr
+    assert _leaks(prepared) == []
+
+    update_stub(prepared.stub, version_output="1.18.33\n", stderr="the session broke\n", exit=1)
+    assert _run(prepared).status == 1
+    report = json.loads(prepared.stdout)
+    [trial, _] = report["scenarios"]["leaky"]["trials"]
+    assert trial["verdict"] == "infra-error"
+    assert "the session broke" in trial["error"]
+    assert _leaks(prepared) == []

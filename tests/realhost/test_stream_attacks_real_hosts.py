@@ -108,7 +108,9 @@ def _trial(tmp: Path, host: str, mode: str, isolation: str) -> TrialResult:
             },
         )
         report = anyio.run(
-            lambda: run_eval(project, out=tmp / "out", pass_env=pass_env, isolation=isolation)
+            lambda: run_eval(
+                project, out=tmp / "out", pass_env=pass_env, isolation=isolation, gateway="off"
+            )
         )
         assert leftovers(marker) == []
         forged = [r for r in mock.requests if r.script == mode and r.step == 1]
