@@ -30,6 +30,7 @@ from gatewaykit import (
 )
 from isolationkit import require_bwrap
 from realhost.mock_model import MockModelServer, Reply, RunBash, Script, Usage, WriteFile
+from weakened import framing_without_recovery
 
 from atlante_eval import RunReport, TrialResult, run_eval
 from atlante_eval.transcript.model_calls import ModelCall, load_model_calls
@@ -207,12 +208,20 @@ def test_forged_tool_events_mark_the_trial_tampered(
     ]
 
 
-@pytest.mark.parametrize("weakened", [False, True])
+@pytest.mark.parametrize("defences", ["both", "gateway", "none"])
 def test_a_write_hidden_by_a_glued_fragment_marks_the_trial_tampered(
-    tmp_path: Path, mock: MockModelServer, monkeypatch: pytest.MonkeyPatch, weakened: bool
+    tmp_path: Path, mock: MockModelServer, monkeypatch: pytest.MonkeyPatch, defences: str
 ) -> None:
-    """The model asked for Write; the transcript lost it: tool-not-used Write cannot pass."""
-    if weakened:
+    """The model asked for Write; a glued fragment hid it: tool-not-used Write cannot pass.
+
+    Two defences catch it: the stream's line framing recovers the glued event
+    (``glued-line``), and the gateway's cross-check misses the requested call in the
+    transcript (``unrecorded-tool-call``). ``gateway``: the framing's recovery patched
+    out, the cross-check alone; ``none``: both patched out, the attack gets through.
+    """
+    if defences != "both":
+        framing_without_recovery(monkeypatch)
+    if defences == "none":
         without_cross_check(monkeypatch)
     turns = [
         RunBash("python3 forge.py hide .hide"),
@@ -221,11 +230,13 @@ def test_a_write_hidden_by_a_glued_fragment_marks_the_trial_tampered(
     ]
     checks = [HELLO, {"type": "tool-not-used", "tool": "Write"}]
     trial = _run(tmp_path, mock, turns, checks=checks).trial
-    if weakened:
+    kinds = {e.kind for e in trial.tampered or []}
+    if defences == "none":
         assert trial.verdict == "pass", trial.error  # the Write is gone from the transcript
         return
     assert trial.verdict == "infra-error", trial.error
-    assert "unrecorded-tool-call" in [e.kind for e in trial.tampered or []]
+    expected = {"glued-line"} if defences == "both" else {"unrecorded-tool-call"}
+    assert expected <= kinds, trial.tampered
 
 
 @pytest.mark.parametrize("weakened", [False, True])
