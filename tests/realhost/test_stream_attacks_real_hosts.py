@@ -76,25 +76,33 @@ CASES = [
 ]
 
 
-def _script(mode: str) -> Script:
+def _script(mode: str, *, hold_huge: bool) -> Script:
+    """The turns; ``hold_huge``: the huge turn is never answered (its gate never opens).
+
+    Against the real engine the session must end at the third turn's crossing,
+    before the host's next call is answered: holding that answer makes the test
+    exact on a loaded machine (an answered huge turn could otherwise be printed
+    between the crossing and the session's end). The weakened engine never stops,
+    so there the huge turn is answered at once and spent.
+    """
     return Script(
         mode,
         [
             RunBash(f"python3 forge.py {mode}", usage=Usage(input_tokens=100, output_tokens=10)),
             WriteFile("one.txt", "1\n", usage=TURN),
             WriteFile("two.txt", "2\n", usage=TURN),
-            WriteFile("three.txt", "3\n", usage=HUGE),
+            WriteFile("three.txt", "3\n", usage=HUGE, gate=".huge" if hold_huge else None),
         ],
     )
 
 
-def _trial(tmp: Path, host: str, mode: str, isolation: str) -> TrialResult:
+def _trial(tmp: Path, host: str, mode: str, isolation: str, *, weakened: bool) -> TrialResult:
     bin_dir = require_hosts()
     marker = uuid.uuid4().hex
     model = "mock-model" if host == "claude-code" else "mock/mock-model"
     doc = scenario(mode, prompt=f"Do it. [script:{mode}]")
     with (
-        MockModelServer([_script(mode)]) as mock,
+        MockModelServer([_script(mode, hold_huge=not weakened)]) as mock,
         real_host_environment(host, mock, tmp, bin_dir=bin_dir, marker=marker) as pass_env,
     ):
         project = make_project(
@@ -135,7 +143,7 @@ def test_forged_events_do_not_switch_the_budget_off(
     if weakened:
         stop_counting_after_result(monkeypatch)
         trusting_usage(monkeypatch)
-    trial = _trial(tmp_path, host, mode, isolation)
+    trial = _trial(tmp_path, host, mode, isolation, weakened=weakened)
     tokens = trial.tokens or 0
     stopped_in_flight = (
         trial.verdict == "budget-exceeded" and MAX_TOKENS < tokens < HUGE.input_tokens
