@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from atlante_eval.gateway.crosscheck import LEDGER_LIMIT, TranscriptLedger, cross_check
+from atlante_eval.gateway.exchange import opening_text
 from atlante_eval.gateway.metering import CallFigures
 from atlante_eval.gateway.routes import TrialRoute
 from atlante_eval.hosts import SessionUsage
@@ -89,14 +91,19 @@ def test_without_provider_ids_calls_pair_by_name_and_input() -> None:
     assert [f.kind for f in found] == ["unrequested-tool-call", "unrecorded-tool-call"]
 
 
-def test_a_second_result_needs_a_background_subagent() -> None:
-    """Two results: tampering, unless the model started a subagent in the background."""
-    plain = _route(("t1", "Task", {"prompt": "x"}))
-    ledger = _ledger(("t1", "Task", {"prompt": "x"}), results=2)
+def test_a_second_result_needs_a_subagent_call() -> None:
+    """Two results: tampering, unless the model started a subagent (which may run in the
+    background, asked to or not: Claude Code 2.1.332 backgrounds subagents on its own)."""
+    plain = _route(("t1", "Bash", {"command": "ls"}))
+    ledger = _ledger(("t1", "Bash", {"command": "ls"}), results=2)
     assert [f.kind for f in cross_check(plain, ledger, completed=True)] == ["second-result"]
-    background = _route(("t1", "Task", {"prompt": "x", "run_in_background": True}))
-    ledger = _ledger(("t1", "Task", {"prompt": "x", "run_in_background": True}), results=2)
-    assert cross_check(background, ledger, completed=True) == []
+    for tool in ("Task", "Agent"):
+        subagent = _route(("t1", tool, {"prompt": "x"}))
+        ledger = _ledger(("t1", tool, {"prompt": "x"}), results=2)
+        assert cross_check(subagent, ledger, completed=True) == []
+        ledger = _ledger(("t1", tool, {"prompt": "x"}), results=3)
+        found = cross_check(subagent, ledger, completed=True)
+        assert [f.kind for f in found] == ["second-result"]
 
 
 def test_findings_and_the_ledger_are_bounded() -> None:
@@ -165,3 +172,42 @@ def test_an_unbound_or_unused_route_falls_back_to_the_host() -> None:
         assert settled.usage is not None
         assert settled.usage.source == "host"
         assert why in (settled.usage.fallback or "")
+
+
+def _answer(route: TrialRoute, opening: str, *calls: tuple[str, str, dict[str, Any]]) -> None:
+    """One more answer on ``route``, in a conversation opening with ``opening``."""
+    figures = CallFigures(model="m", input_tokens=10, output_tokens=1, stop_reason="tool_use")
+    for call_id, name, arguments in calls:
+        tool = figures.tool(call_id, name)
+        assert tool is not None
+        tool.parsed = arguments
+    start = route.begin("openai-chat", "/v1/chat/completions", opening=opening)
+    route.end(start, figures, status=200, streamed=False, readable=True, ended=None)
+
+
+def test_a_subagents_own_calls_need_not_be_in_the_stream() -> None:
+    """OpenCode prints only the main session's calls: a call its subagent's conversation
+    asked for is not unrecorded; the same call in the main conversation is."""
+    task = ("c1", "task", {"description": "Check", "prompt": "Check hello.txt.", "x": 1})
+    route = _route(task)
+    _answer(route, "<system-reminder>ctx</system-reminder>\nCheck hello.txt.", ("c2", "bash", {}))
+    ledger = _ledger(task)  # the subagent's bash is not in the host's stream
+    assert cross_check(route, ledger, completed=True) == []
+    _answer(route, "Do it. [script:main]", ("c3", "bash", {"command": "rm"}))
+    found = cross_check(route, ledger, completed=True)
+    assert [f.kind for f in found] == ["unrecorded-tool-call"]
+    assert "bash (id c3)" in found[0].detail
+
+
+def test_the_opening_text_of_each_api() -> None:
+    """The first user text of Anthropic Messages, OpenAI Chat and Responses bodies."""
+    anthropic = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
+    chat = {"messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "yo"}]}
+    responses = {"input": [{"role": "user", "content": [{"type": "input_text", "text": "r"}]}]}
+    assert opening_text(json.dumps(anthropic).encode()) == "hi"
+    assert opening_text(json.dumps(chat).encode()) == "yo"
+    assert opening_text(json.dumps(responses).encode()) == "r"
+    assert opening_text(json.dumps({"input": "plain"}).encode()) == "plain"
+    assert opening_text(b"not json") is None
+    assert opening_text(b"[1]") is None
+    assert opening_text(json.dumps({"messages": [{"role": "assistant"}]}).encode()) is None

@@ -10,9 +10,11 @@ a trial, the engine compares the two (docs/gateway.md, "Cross-check"):
   by name and input only where the provider gave no id);
 * a tool call the model asked for in an answer the host received whole, missing
   from the transcript of a session that ended normally, is ``unrecorded-tool-call``
-  (a glued or dropped line hid it);
+  (a glued or dropped line hid it), unless a subagent's conversation asked for it
+  (OpenCode prints only the main session's calls);
 * more ``result`` events than the session can legitimately print (one, plus one
-  per subagent the model started in the background) is ``second-result``.
+  per subagent call the model made, which the host may run in the background) is
+  ``second-result``.
 
 :class:`TranscriptLedger` watches every entry as the transcript writer writes it,
 before any cap, so a flooded (truncated) transcript hides nothing from it.
@@ -141,10 +143,10 @@ def cross_check(route: TrialRoute, ledger: TranscriptLedger, *, completed: bool)
     if completed and not route.requested_omitted and not ledger.omitted:
         found += _findings(
             "unrecorded-tool-call",
-            [_describe(c.name, c.id) for c in unrecorded],
+            [_describe(c.name, c.id) for c in unrecorded if not c.nested],
             "a tool call the model asked for that the host's stream does not show",
         )
-    allowed = 1 + sum(1 for call in route.requested if call.background)
+    allowed = 1 + sum(1 for call in route.requested if call.subagent)
     if ledger.results > allowed:
         found.append(
             Finding(

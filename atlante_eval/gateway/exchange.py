@@ -172,7 +172,7 @@ class Forwarder:
         is_call = request.method == "POST" and not path.rstrip("/").endswith(_NOT_CALLS)
         body = _with_usage(request.body) if api == "openai-chat" and is_call else request.body
         outgoing = self._build(route, request, below, body)
-        start = route.begin(api, path) if is_call else None
+        start = route.begin(api, path, opening=opening_text(request.body)) if is_call else None
         outcome = _Outcome()
         with route.exchange() as scope:
             try:
@@ -357,6 +357,41 @@ async def _next_event(conn: h11.Connection, stream: anyio.abc.ByteStream) -> obj
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             data = b""
         conn.receive_data(data)
+
+
+#: Most characters of a conversation's opening text kept to recognise a subagent's.
+_OPENING_CHARS = 64 * 1024
+
+
+def _texts(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = (p.get("text") for p in content if isinstance(p, dict))
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def opening_text(body: bytes) -> str | None:
+    """A model call's first user text (Anthropic Messages, OpenAI Chat or Responses), capped.
+
+    ``None`` when the body is no JSON object or opens with no user text.
+    """
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    messages = value.get("messages", value.get("input"))
+    if isinstance(messages, str):
+        return messages[:_OPENING_CHARS]
+    if not isinstance(messages, list):
+        return None
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") == "user":
+            return _texts(message.get("content"))[:_OPENING_CHARS] or None
+    return None
 
 
 async def _receive_head(conn: h11.Connection, stream: anyio.abc.ByteStream) -> _Request | None:

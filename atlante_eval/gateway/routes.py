@@ -71,6 +71,10 @@ def _capped_input(value: object) -> object:
     return {"truncated": len(text), "preview": text[:_RECORD_INPUT_CHARS]}
 
 
+#: The tools that start a subagent: Claude Code's ``Task``/``Agent``, OpenCode's ``task``.
+_SUBAGENT_TOOLS = frozenset({"Task", "Agent", "task"})
+
+
 @dataclass(frozen=True, slots=True)
 class RequestedCall:
     """A tool call the model asked for, as the cross-check compares it."""
@@ -79,8 +83,13 @@ class RequestedCall:
     name: str
     key: str | None
     """The input as canonical JSON (``None``: too long to compare)."""
-    background: bool
-    """A subagent started in the background (its completion adds a ``result`` event)."""
+    nested: bool
+    """Asked for inside a subagent's conversation (see :meth:`TrialRoute.begin`): a host
+    need not print those calls in its stream (OpenCode does not)."""
+    subagent: bool
+    """A subagent call (``Task``/``Agent``): the host may run it in the background, and then
+    its completion adds a ``result`` event (Claude Code 2.1.332 backgrounds subagents the
+    model did not ask to, ``is_backgrounded``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +101,8 @@ class CallStart:
     started: float
     api: ModelApi
     path: str
+    nested: bool = False
+    """The call continues a subagent's conversation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +172,8 @@ class TrialRoute:
         self.requested: list[RequestedCall] = []
         """Tool calls the model asked for in answers the host received whole."""
         self.requested_omitted = 0
+        self._subagent_prompts: list[str] = []
+        """The prompts of the subagents the model started (at most :data:`REQUESTED_LIMIT`)."""
         self._calls = 0
         self._unreadable = 0
         self._parts = [0, 0, 0, 0]
@@ -234,11 +247,21 @@ class TrialRoute:
         """Count a request refused on this route."""
         self.refused += 1
 
-    def begin(self, api: ModelApi, path: str) -> CallStart:
-        """A model call begins."""
+    def begin(self, api: ModelApi, path: str, *, opening: str | None = None) -> CallStart:
+        """A model call begins; ``opening`` is its conversation's first user text.
+
+        A conversation that opens with the prompt of a subagent the model started
+        is that subagent's: the calls it asks for are ``nested``.
+        """
         now = self._clock()
+        nested = opening is not None and any(p in opening for p in self._subagent_prompts)
         return CallStart(
-            t=int((now - self._opened) * 1000), at=utc_timestamp(), started=now, api=api, path=path
+            t=int((now - self._opened) * 1000),
+            at=utc_timestamp(),
+            started=now,
+            api=api,
+            path=path,
+            nested=nested,
         )
 
     def observe(self, added: int) -> None:
@@ -313,7 +336,7 @@ class TrialRoute:
         self._price(figures)
         delivered = ended is None and status is not None and status < 300
         if delivered and figures.stop_reason not in _CUT_OFF:
-            self._remember(figures)
+            self._remember(figures, nested=start.nested)
         call = ModelCall(
             t=start.t,
             at=start.at,
@@ -355,20 +378,23 @@ class TrialRoute:
             cache_write=figures.cache_write_tokens or 0,
         )
 
-    def _remember(self, figures: CallFigures) -> None:
+    def _remember(self, figures: CallFigures, *, nested: bool) -> None:
         for tool in figures.tools:
             if len(self.requested) >= REQUESTED_LIMIT:
                 self.requested_omitted += 1
                 continue
             value = tool.value()
-            background = (
-                tool.name in ("Task", "Agent")
-                and isinstance(value, dict)
-                and value.get("run_in_background") is True
-            )
+            subagent = tool.name in _SUBAGENT_TOOLS
+            prompt = value.get("prompt") if subagent and isinstance(value, dict) else None
+            if isinstance(prompt, str) and prompt.strip():
+                self._subagent_prompts.append(prompt.strip())
             self.requested.append(
                 RequestedCall(
-                    id=tool.id, name=tool.name, key=input_key(value), background=background
+                    id=tool.id,
+                    name=tool.name,
+                    key=input_key(value),
+                    nested=nested,
+                    subagent=subagent,
                 )
             )
         self.requested_omitted += figures.tools_omitted
