@@ -60,7 +60,7 @@ def _environment() -> jinja2.Environment:
     import jinja2
     from pygments.formatters import HtmlFormatter
 
-    from .run_page import verdict_glyph
+    from .glyphs import verdict_glyph
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("atlante_eval.views.html", "templates"),
@@ -109,10 +109,11 @@ def render_run_html(
         links_from: the directory the page will be written in (links to trial files
             are relative to it); ``None`` links with absolute ``file://`` addresses.
     """
-    from .run_page import VERDICTS, run_page
+    from .glyphs import VERDICT_SHAPES
+    from .run_page import run_page
 
     page = run_page(report, run_dir=run_dir, links_from=links_from)
-    return _render("run.html.j2", page=page, verdict_names=list(VERDICTS))
+    return _render("run.html.j2", page=page, verdict_names=list(VERDICT_SHAPES))
 
 
 def render_compare_html(
