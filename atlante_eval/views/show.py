@@ -29,6 +29,7 @@ from ..report import (
     report_path,
 )
 from .causes import check_failures, no_graded_note, trial_cause, verdict_counts
+from .run_setup import isolation_of, setup_line
 from .trial import TranscriptCaps, TrialView, build_trial_view
 
 __all__ = [
@@ -108,6 +109,10 @@ class RunView(OutputModel):
     """Host version."""
     model: str
     """Model."""
+    isolation: str
+    """``os`` or ``none``: how the trials were isolated."""
+    setup: str
+    """What the run ran on, in one line (host and version, model, isolation, limits)."""
     started_at: str | None
     """UTC start time."""
     wall_time_ms: int | None
@@ -304,6 +309,8 @@ def run_view(report: RunReport, path: Path) -> RunView:
         host=meta.host,
         host_version=meta.host_version,
         model=meta.model,
+        isolation=isolation_of(meta),
+        setup=setup_line(meta),
         started_at=meta.started_at,
         wall_time_ms=meta.wall_time_ms,
         interrupted=bool(meta.interrupted),

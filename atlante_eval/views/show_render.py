@@ -115,8 +115,7 @@ def render_run(view: RunView, console: Console) -> None:
     """Print a run overview: meta, then each scenario with its failing checks."""
     console.print(Text(f"run {printable(view.run_id)}", style="bold"))
     console.print(Text(f"report {printable(view.report)}"))
-    host = printable(view.host) + (f" {printable(view.host_version)}" if view.host_version else "")
-    console.print(Text(f"host {host} · model {printable(view.model)}"))
+    console.print(Text(printable(view.setup)))
     config = view.config
     timing = []
     if view.started_at:

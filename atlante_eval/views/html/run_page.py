@@ -16,27 +16,14 @@ from markupsafe import Markup
 
 from ...report import RunFiles, RunReport, ScenarioResult, statistics_of
 from ..causes import check_failures, describe_failure, no_graded_note, verdict_counts
+from ..run_setup import setup_facts
 from ..trial import build_trial_view
 from .svg import interval_bar, strip_plot
 from .trial import PAGE_CAPS, TrialPanel, allowances, trial_panel
 
-__all__ = ["VERDICTS", "GridCell", "RunPage", "ScenarioRow", "run_page", "verdict_glyph"]
+__all__ = ["GridCell", "RunPage", "ScenarioRow", "run_page"]
 
-#: Every trial verdict, in the order the page lists them, with its shape.
-VERDICTS: dict[str, str] = {
-    "pass": "\u2714",  # check mark
-    "fail": "\u2716",  # heavy cross
-    "timeout": "\u29d7",  # hourglass
-    "budget-exceeded": "$",
-    "infra-error": "\u26a0",  # warning triangle
-    "skipped-budget": "\u2013",  # dash
-}
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-
-
-def verdict_glyph(verdict: str) -> str:
-    """The shape shown with ``verdict`` (``?`` for a verdict this version does not know)."""
-    return VERDICTS.get(verdict, "?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,14 +176,8 @@ def _facts(report: RunReport) -> list[tuple[str, str]]:
     totals = meta.totals
     tokens = totals.tokens if totals else sum(t.tokens or 0 for t in report.all_trials())
     cost = totals.cost if totals else sum(t.cost or 0.0 for t in report.all_trials())
-    facts = [
-        ("host", f"{meta.host} {meta.host_version or ''}".strip()),
-        (
-            "model",
-            meta.model
-            if meta.model_version in ("unknown", meta.model)
-            else f"{meta.model} ({meta.model_version})",
-        ),
+    facts = [(fact.label, fact.value) for fact in setup_facts(meta)]
+    facts += [
         ("harness", meta.manifest_digest[:12] if meta.manifest_digest else "not recorded"),
         ("started", meta.started_at or "not recorded"),
         ("took", _duration(meta.wall_time_ms)),
