@@ -178,7 +178,7 @@ def test_summary_lists_scenarios_host_model_and_report_path(
     lines = re.sub(r"\d+ms", "Nms", result.stdout).splitlines()
     assert lines == [
         f"eval {run_dir.name}",
-        "host standin · model acme/model-x",
+        "host standin 1.0.0 · model acme/model-x · isolation none",
         "",
         "cli-happy: pass 100% · mean Nms · p95 Nms",
         "",
@@ -194,7 +194,7 @@ def test_summary_lists_scenarios_host_model_and_report_path(
 def test_budget_warning_in_summary_and_on_stderr_with_json(tmp_path: Path) -> None:
     """No usage events: a warning in the summary, or on stderr in --json mode."""
     root = project(tmp_path, scenario("quiet", prompt=actions({"write": "x.txt"})))
-    warning = "token budget unmonitored for one or more trials (no usage events were observed)"
+    warning = "token budget unmonitored for 1 trial (no usage events were observed): quiet:0"
     summary = invoke(str(root))
     assert f"warning: {warning}" in summary.stdout.splitlines()
     as_json = invoke(str(root), "--json")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
+import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,11 @@ from atlante_eval import (
 from atlante_eval.report import MetaConfig
 from atlante_eval.report.models import Spread
 from atlante_eval.run.summary import scenario_result
+from atlante_eval._util.logs import configure_logging
 from atlante_eval.views.progress import ProgressPrinter, format_duration, trial_detail, use_color
+from atlante_eval.views.status import RunStatus, clock, remaining_ms
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 class Tty(io.StringIO):
@@ -136,7 +143,7 @@ def test_live_status_line_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None
     stream = Tty()
     with ProgressPrinter(stream) as printer:
         _feed(printer, jobs=2)
-    output = stream.getvalue()
+    output = _ANSI.sub("", stream.getvalue())
     assert "s trial 0: pass (98.5s · $0.0123 · 9860 tokens)" in output
     assert "s: 1/1 trials passed" in output
 
@@ -147,3 +154,94 @@ def test_scenario_result_helper_counts() -> None:
     assert isinstance(result.spread, Spread)
     assert result.stats is not None
     assert (result.stats.executed, result.stats.passed) == (2, 1)
+
+
+def test_terminal_verdicts_are_coloured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal the verdict word takes its colour (pass green, fail red, ...)."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    stream = Tty()
+    with ProgressPrinter(stream, live=False) as printer:
+        printer(RunStarted("run", 3, 1, "standin", CONFIG))
+        for i, verdict in enumerate(("pass", "fail", "infra-error")):
+            result = TrialResult(i=i, verdict=verdict, duration_ms=5)  # type: ignore[arg-type]
+            printer(TrialFinished("s", i, result))
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("\x1b[90mtrial 0: \x1b[0m\x1b[32mpass\x1b[0m\x1b[90m (5ms)")
+    assert "\x1b[31mfail\x1b[0m" in lines[1]
+    assert "\x1b[33minfra-error\x1b[0m" in lines[2]
+    assert _ANSI.sub("", lines[1]) == "trial 1: fail (5ms) — no failing check recorded"
+
+
+def test_no_color_keeps_verdicts_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NO_COLOR on a terminal: not one escape sequence, verdicts included."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    stream = Tty()
+    with ProgressPrinter(stream) as printer:
+        printer(RunStarted("run", 1, 1, "standin", CONFIG))
+        printer(TrialFinished("s", 0, TrialResult(i=0, verdict="fail", duration_ms=5)))
+    assert stream.getvalue() == "trial 0: fail (5ms) — no failing check recorded\n"
+
+
+def test_status_counts_timeouts_and_errors_apart() -> None:
+    """The status line counts pass, fail, timeout and error (infra-error) each, the rest as other."""
+    now = [100.0]
+    status = RunStatus(now=lambda: now[0])
+    assert status.line() == "preparing the run · 0:00"
+    status.plan(8, 2)
+    for i, verdict in enumerate(("pass", "fail", "timeout", "timeout", "infra-error")):
+        status.start("s", i)
+        status.finish("s", i, verdict, 4000)
+    status.finish("s", 5, "skipped-budget", 0)
+    status.start("s", 6)
+    now[0] += 65
+    assert status.line() == (
+        "6/8 done · 1 running · 1 pass · 1 fail · 2 timeout · 1 error · 1 other · 1:05 · "
+        "~0:04 left"
+    )
+
+
+def test_eta_comes_from_the_finished_trials_durations() -> None:
+    """The ETA: each trial left takes the mean so far, running ones less what they ran."""
+    assert remaining_ms(finished=[], running=[], waiting=3, jobs=1) is None
+    assert remaining_ms(finished=[1000, 3000], running=[], waiting=3, jobs=1) == 6000
+    # two lanes; one running trial half done: (1000 + 3 * 2000) / 2
+    assert remaining_ms(finished=[2000], running=[1000.0], waiting=3, jobs=2) == 3500
+    # a running trial past the mean adds nothing; one trial left uses one lane
+    assert remaining_ms(finished=[2000], running=[5000.0], waiting=1, jobs=4) == 2000
+    now = [0.0]
+    status = RunStatus(now=lambda: now[0])
+    status.plan(4, 1)
+    status.start("s", 0)
+    now[0] = 30.0
+    status.finish("s", 0, "pass", 30_000)
+    status.start("s", 1)
+    now[0] = 40.0
+    # 20 s left of the running trial, 2 more of 30 s each
+    assert status.line().endswith("· 0:40 · ~1:20 left")
+    assert clock(3725) == "1:02:05"
+
+
+def test_json_logs_carry_progress_as_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--log-format json: each progress line is a JSON log event; nothing plain is written."""
+    stderr = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stderr)
+    configure_logging("json")
+    try:
+        stream = Tty()
+        with ProgressPrinter(stream, structured=True) as printer:
+            _feed(printer, jobs=1)
+    finally:
+        configure_logging("none")
+        logging.getLogger("atlante_eval").handlers.clear()
+    assert stream.getvalue() == ""
+    events = [json.loads(line) for line in stderr.getvalue().splitlines()]
+    assert [e["line"] for e in events] == [
+        "== s",
+        "trial 0 running...",
+        "trial 0: pass (98.5s · $0.0123 · 9860 tokens)",
+        f"trial 1: skipped-budget (0ms){SKIPPED_CAUSE}",
+        "s: 1/1 trials passed",
+    ]
+    assert {e["event"] for e in events} == {"progress"}
+    assert events[2]["verdict"] == "pass"
+    assert events[2]["trial"] == 0

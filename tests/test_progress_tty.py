@@ -18,7 +18,8 @@ from factory import make_project, scenario
 from standin import actions
 
 STATUS = re.compile(
-    r"(\d+)/(\d+) done · (\d+) running · \d+ pass · \d+ fail · \d+ other · (\d+:\d\d)"
+    r"(\d+)/(\d+) done · (\d+) running · \d+ pass · \d+ fail · \d+ timeout · \d+ error · "
+    r"\d+ other · (\d+:\d\d)"
 )
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

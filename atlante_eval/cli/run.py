@@ -321,11 +321,15 @@ def run_command(
 
     configure_logging(log_format)
     check_output_paths({"--junit": junit}, {"--out": options.out})
-    return anyio.run(_run_async, path, options, as_json, junit)
+    return anyio.run(_run_async, path, options, as_json, junit, log_format == "json")
 
 
 async def _run_async(
-    path: Path | None, options: RunOptions, as_json: bool, junit: Path | None = None
+    path: Path | None,
+    options: RunOptions,
+    as_json: bool,
+    junit: Path | None = None,
+    json_logs: bool = False,
 ) -> int:
     import anyio
 
@@ -334,7 +338,8 @@ async def _run_async(
     from ..views.progress import ProgressPrinter
 
     control = RunControl()
-    printer = ProgressPrinter(sys.stderr)
+    # With JSON logs, progress lines are log events too: stderr stays one JSON stream.
+    printer = ProgressPrinter(sys.stderr, structured=json_logs)
     outcome: RunOutcome | None = None
     failure: EvalRunError | None = None
     refused: DiagnosticError | None = None
@@ -394,15 +399,12 @@ def _write_junit(report: RunReport, path: Path | None) -> int:
 
 
 def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool) -> None:
-    from ..views.progress import render_summary
+    from ..views.progress import render_summary, unmonitored_warning
 
     if as_json:
-        if any(t.budget_unmonitored for t in report.all_trials()):
-            typer.echo(
-                "warning: token budget unmonitored for one or more trials "
-                "(no usage events were observed)",
-                err=True,
-            )
+        unmonitored = unmonitored_warning(report)
+        if unmonitored is not None:
+            typer.echo(f"warning: {unmonitored}", err=True)
         sys.stdout.write(report.to_json())
         sys.stdout.flush()
         return

@@ -16,16 +16,15 @@ characters escaped.
 from __future__ import annotations
 
 import os
-import time
-from collections import Counter
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # rich is imported only when a live status line or its text is drawn
     from rich.console import Console
     from rich.live import Live
     from rich.text import Text
 
+from .._util.logs import get_logger
 from .._util.terminal import printable, use_color
 from ..report import (
     DiagnosticNotice,
@@ -44,6 +43,8 @@ from ..report import (
     TrialStarted,
 )
 from .causes import check_failures, no_graded_note, trial_cause, verdict_counts
+from .run_setup import setup_line
+from .status import RunStatus
 
 __all__ = [
     "ProgressPrinter",
@@ -51,6 +52,7 @@ __all__ = [
     "render_summary",
     "trial_detail",
     "trial_line",
+    "unmonitored_warning",
     "use_color",
 ]
 
@@ -58,6 +60,7 @@ _GREY = "\x1b[90m"
 _YELLOW = "\x1b[33m"
 _GREEN = "\x1b[32m"
 _RESET = "\x1b[0m"
+_LOG = get_logger("atlante_eval.progress")
 #: Separates the reference's trial line from the cause.
 CAUSE_SEPARATOR = " — "
 
@@ -81,9 +84,26 @@ def trial_detail(result: TrialResult) -> str:
 
 def trial_line(result: TrialResult, config: MetaConfig | None = None, *, prefix: str = "") -> str:
     """``trial 0: fail (98ms) — check 2 file-contains: ...``: the reference's line and the cause."""
-    line = f"{prefix}trial {result.i}: {result.verdict} ({trial_detail(result)})"
+    return "".join(_trial_parts(result, config, prefix=prefix))
+
+
+def _trial_parts(
+    result: TrialResult, config: MetaConfig | None, *, prefix: str
+) -> tuple[str, str, str]:
+    """The trial line in three: before the verdict, the verdict, and after it."""
     cause = trial_cause(result, config)
-    return line if cause is None else f"{line}{CAUSE_SEPARATOR}{cause}"
+    tail = f" ({trial_detail(result)})" + ("" if cause is None else f"{CAUSE_SEPARATOR}{cause}")
+    return f"{prefix}trial {result.i}: ", result.verdict, tail
+
+
+#: The colour of each verdict word on a terminal (rich style names and ANSI codes).
+VERDICT_COLORS: dict[str, tuple[str, str]] = {
+    "pass": ("green", "\x1b[32m"),
+    "fail": ("red", "\x1b[31m"),
+    "timeout": ("red", "\x1b[31m"),
+    "budget-exceeded": ("red", "\x1b[31m"),
+    "infra-error": ("yellow", _YELLOW),
+}
 
 
 class _Status:
@@ -97,18 +117,23 @@ class _Status:
 
 
 class ProgressPrinter:
-    """Turns progress events into stderr lines and an optional live status line."""
+    """Turns progress events into stderr lines and an optional live status line.
 
-    def __init__(self, stream: IO[str], *, live: bool | None = None) -> None:
+    With ``structured`` (``--log-format json``) every line is a JSON log event
+    (``progress``, or ``diagnostic``) in the log stream instead, with no status
+    line and no colour, so stderr holds nothing but JSON lines.
+    """
+
+    def __init__(
+        self, stream: IO[str], *, live: bool | None = None, structured: bool = False
+    ) -> None:
         self.stream = stream
-        self.color = use_color(stream)
-        self.live_enabled = self.color if live is None else live
+        self.structured = structured
+        self.color = use_color(stream) and not structured
+        self.live_enabled = (self.color if live is None else live) and not structured
         self.parallel = False
-        self.total: int | None = None
         self.config: MetaConfig | None = None
-        self.running: set[tuple[str, int]] = set()
-        self.verdicts: Counter[str] = Counter()
-        self.started = time.monotonic()
+        self.run_status = RunStatus()
         self._live: Live | None = None
         self._console: Console | None = None
 
@@ -138,34 +163,51 @@ class ProgressPrinter:
             self._live.stop()
             self._live = None
 
-    def _line(self, text: str) -> None:
-        text = printable(text, multiline=True)
+    def _line(self, text: str, *, parts: tuple[str, str, str] | None = None, **fields: Any) -> None:
+        """Print one line; ``parts`` is a trial line in three, its middle the verdict to colour."""
+        head, word, tail = (printable(part, multiline=True) for part in parts or (text, "", ""))
+        if self.structured:
+            _LOG.info("progress", line=head + word + tail, **fields)
+            return
+        colour = VERDICT_COLORS.get(word) if parts is not None else None
         if self._console is not None:
             from rich.text import Text
 
-            self._console.print(Text(text, style="bright_black"))
+            line = Text(head, style="bright_black")
+            line.append(word, style=colour[0] if colour else "bright_black")
+            line.append(tail, style="bright_black")
+            self._console.print(line)
         else:
-            rendered = f"{_GREY}{text}{_RESET}" if self.color else text
+            rendered = head + word + tail
+            if self.color:
+                middle = f"{_RESET}{colour[1]}{word}{_RESET}{_GREY}" if colour else word
+                rendered = f"{_GREY}{head}{middle}{tail}{_RESET}"
             self.stream.write(rendered + "\n")
             self.stream.flush()
         if self._live is not None:
             self._live.refresh()
 
     def status(self) -> Text:
-        """The status line: totals, what runs, verdicts so far and the elapsed time."""
+        """The status line: totals, what runs, verdicts so far, the elapsed time and the ETA."""
         from rich.text import Text
 
-        elapsed = int(time.monotonic() - self.started)
-        clock = f"{elapsed // 60}:{elapsed % 60:02d}"
-        if self.total is None:
-            return Text(f"preparing the run · {clock}")
-        done = sum(self.verdicts.values())
-        others = done - self.verdicts["pass"] - self.verdicts["fail"]
-        return Text(
-            f"{done}/{self.total} done · {len(self.running)} running · "
-            f"{self.verdicts['pass']} pass · {self.verdicts['fail']} fail · {others} other · "
-            f"{clock}"
-        )
+        return Text(self.run_status.line())
+
+    def _notice(self, event: DiagnosticNotice) -> None:
+        diagnostic = event.diagnostic
+        if self.structured:
+            log = _LOG.error if diagnostic.severity == "error" else _LOG.warning
+            log(
+                "diagnostic",
+                code=diagnostic.code,
+                severity=diagnostic.severity,
+                message=printable(diagnostic.message, multiline=True),
+                next=printable(diagnostic.next or "", multiline=True) or None,
+            )
+            return
+        from ..diagnostics import format_diagnostic
+
+        self._line(format_diagnostic(diagnostic))
 
     def __call__(self, event: ProgressEvent) -> None:
         """Render one event."""
@@ -173,37 +215,54 @@ class ProgressPrinter:
         if isinstance(event, TrialStarted | TrialFinished) and self.parallel:
             prefix = f"{event.scenario} "
         if isinstance(event, DiagnosticNotice):
-            from ..diagnostics import format_diagnostic
-
-            self._line(format_diagnostic(event.diagnostic))
+            self._notice(event)
         elif isinstance(event, RunStarted):
-            self.total = event.total
+            self.run_status.plan(event.total, event.jobs)
             self.config = event.config
             self.parallel = event.jobs > 1
         elif isinstance(event, ScenarioStarted):
             if not self.parallel:
-                self._line(f"== {event.scenario}")
+                self._line(f"== {event.scenario}", scenario=event.scenario)
         elif isinstance(event, TrialStarted):
-            self.running.add((event.scenario, event.trial))
-            self._line(f"{prefix}trial {event.trial} running...")
+            self.run_status.start(event.scenario, event.trial)
+            self._line(
+                f"{prefix}trial {event.trial} running...",
+                scenario=event.scenario,
+                trial=event.trial,
+            )
         elif isinstance(event, TrialFinished):
-            self.running.discard((event.scenario, event.trial))
-            self.verdicts[event.result.verdict] += 1
-            self._line(trial_line(event.result, self.config, prefix=prefix))
+            self._finished(event, prefix)
         elif isinstance(event, ScenarioFinished):
-            stats = event.result.stats
-            executed = stats.executed if stats else len(event.result.trials)
-            passed = stats.passed if stats else 0
-            if executed == 0:
-                self._line(f"{event.scenario}: no trials executed")
-            else:
-                self._line(f"{event.scenario}: {passed}/{executed} trials passed")
+            self._scenario_finished(event)
         elif isinstance(event, ScenarioLooked):
             from .adaptive_render import look_line
 
-            self._line(look_line(event))
+            self._line(look_line(event), scenario=event.scenario)
         elif isinstance(event, RunFinished) and self._live is not None:
             self._live.refresh()
+
+    def _finished(self, event: TrialFinished, prefix: str) -> None:
+        result = event.result
+        self.run_status.finish(event.scenario, event.trial, result.verdict, result.duration_ms)
+        self._line(
+            "",
+            parts=_trial_parts(result, self.config, prefix=prefix),
+            scenario=event.scenario,
+            trial=event.trial,
+            verdict=result.verdict,
+            duration_ms=result.duration_ms,
+        )
+
+    def _scenario_finished(self, event: ScenarioFinished) -> None:
+        stats = event.result.stats
+        executed = stats.executed if stats else len(event.result.trials)
+        passed = stats.passed if stats else 0
+        if executed == 0:
+            self._line(f"{event.scenario}: no trials executed", scenario=event.scenario)
+        else:
+            self._line(
+                f"{event.scenario}: {passed}/{executed} trials passed", scenario=event.scenario
+            )
 
 
 def _verdict_lines(result: ScenarioResult, config: MetaConfig | None) -> list[str]:
@@ -248,6 +307,33 @@ def balance_lines(record: ShardBalance) -> list[str]:
     return lines
 
 
+#: Most trials an "unmonitored" warning names; the rest are counted.
+UNMONITORED_NAMED = 10
+
+
+def unmonitored_warning(report: RunReport) -> str | None:
+    """``token budget unmonitored for 2 trials (...): alpha:0, beta:1``, escaped; or ``None``.
+
+    Names the trials whose host reported no usage, so ``maxTokens`` could not be
+    enforced on them (the first :data:`UNMONITORED_NAMED`, then how many more).
+    """
+    names = [
+        f"{printable(name)}:{trial.i}"
+        for name, result in report.scenarios.items()
+        for trial in result.trials
+        if trial.budget_unmonitored
+    ]
+    if not names:
+        return None
+    shown = ", ".join(names[:UNMONITORED_NAMED])
+    more = len(names) - UNMONITORED_NAMED
+    noun = "trial" if len(names) == 1 else "trials"
+    return (
+        f"token budget unmonitored for {len(names)} {noun} (no usage events were observed): "
+        f"{shown}{f' and {more} more' if more > 0 else ''}"
+    )
+
+
 def render_summary(
     report: RunReport, report_path: Path, *, color: bool, html: Path | None = None
 ) -> str:
@@ -257,15 +343,10 @@ def render_summary(
         return f"{code}{text}{_RESET}" if color else text
 
     meta = report.meta
-    lines = [
-        f"eval {printable(report.run_id)}",
-        f"host {printable(meta.host)} · model {printable(meta.model)}",
-    ]
-    if any(t.budget_unmonitored for t in report.all_trials()):
-        lines.append(
-            f"{paint(_YELLOW, 'warning:')} token budget unmonitored for one or more trials "
-            "(no usage events were observed)"
-        )
+    lines = [f"eval {printable(report.run_id)}", printable(setup_line(meta))]
+    unmonitored = unmonitored_warning(report)
+    if unmonitored is not None:
+        lines.append(f"{paint(_YELLOW, 'warning:')} {unmonitored}")
     for name, result in report.scenarios.items():
         lines.append("")
         lines.append(scenario_line(name, result))
