@@ -40,13 +40,31 @@ __all__ = ["render_selftest", "selftest", "selftest_command"]
 
 
 def _agent_cell(outcome: AgentOutcome | None, checks: int, missing: str) -> str:
+    """``fail (1/4 checks fail)``, or what was and was not exercised when that differs.
+
+    A check the trial ran but does not prove (a behaviour check, when the
+    solution carries no transcript) is not counted: the cell then gives the
+    verdict of the checks it proves and how many were not selftested, e.g.
+    ``pass (3 checks; 2 behaviour checks not selftested)``.
+    """
     if outcome is None:
         return missing
-    if outcome.verdict == "fail":
-        return f"fail ({len(outcome.failed_checks)}/{checks} checks fail)"
+    unproven = len(outcome.not_selftested)
+    if not unproven:
+        if outcome.verdict == "fail":
+            return f"fail ({len(outcome.failed_checks)}/{checks} checks fail)"
+        if outcome.errored_checks:
+            return f"{outcome.verdict} ({len(outcome.errored_checks)}/{checks} checks error)"
+        return outcome.verdict
+    proven = checks - unproven
+    rest = f"{unproven} behaviour check{'s' if unproven != 1 else ''} not selftested"
+    if outcome.failed_checks:
+        return f"fail ({len(outcome.failed_checks)}/{proven} checks fail; {rest})"
     if outcome.errored_checks:
-        return f"{outcome.verdict} ({len(outcome.errored_checks)}/{checks} checks error)"
-    return outcome.verdict
+        return f"error ({len(outcome.errored_checks)}/{proven} checks error; {rest})"
+    if outcome.verdict not in ("pass", "fail"):  # the checks did not decide it
+        return f"{outcome.verdict} ({rest})"
+    return f"pass ({proven} check{'s' if proven != 1 else ''}; {rest})"
 
 
 def _verdict_cell(judged: ScenarioSelftest) -> str:
@@ -122,10 +140,17 @@ def render_selftest(result: SelftestResult) -> str:
 
 
 def _progress(scenario: str, agent: AgentName, result: TrialResult) -> None:
+    """``fix-median · counter agent (edit-the-test): fail (283ms)``: which cheat, if one."""
+    from .._util.terminal import printable
     from ..views.progress import format_duration
 
+    label = (result.host_evidence or {}).get("label")
+    which = f" ({label})" if isinstance(label, str) and label else ""
     typer.echo(
-        f"{scenario} · {agent} agent: {result.verdict} ({format_duration(result.duration_ms)})",
+        printable(
+            f"{scenario} · {agent} agent{which}: {result.verdict} "
+            f"({format_duration(result.duration_ms)})"
+        ),
         err=True,
     )
 

@@ -95,6 +95,11 @@ class AgentOutcome(OutputModel):
     """Indexes of the checks that reached no verdict."""
     error: str | None = None
     """The trial's error text (setup failure, solution not applied, ...)."""
+    not_selftested: list[int] = Field(default_factory=list)
+    """Indexes of the checks that ran but whose verdicts this trial does not prove:
+    behaviour checks, when the agent's transcript is not its real behaviour (a
+    solution without ``transcript.jsonl``). ``failedChecks`` and ``erroredChecks``
+    leave them out."""
 
 
 class CheatOutcome(OutputModel):
@@ -200,11 +205,13 @@ def _outcome(
     if result is None:
         return None
     checks = _judged(scenario, role, result)
+    judged = {c.index for c in checks}
     return AgentOutcome(
         verdict=result.verdict,
         failed_checks=[c.index for c in checks if c.verdict == "fail"],
         errored_checks=[c.index for c in checks if c.verdict == "error"],
         error=result.error,
+        not_selftested=[c.index for c in result.checks or [] if c.index not in judged],
     )
 
 

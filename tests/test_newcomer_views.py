@@ -1,0 +1,162 @@
+"""Issue 24, part B: what a newcomer reads, each stumble reproduced through the command line.
+
+Commands that need no host run the installed ``atlante-eval`` console script;
+``run`` goes through ``tests/standin_cli.py`` (the same CLI with the stand-in host).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from clikit import cleaned_up, cli_env, report_dirs, start_cli
+from factory import EXTENDED_SCENARIO_URI, make_project, scenario, write_text
+
+CONSOLE = Path(sys.executable).with_name("atlante-eval")
+
+#: A task with a real test: fix ``calc.py`` so ``test_calc.py`` passes.
+CALC_FIXTURE = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "test_calc.py": (
+        "import unittest\nfrom calc import add\n\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\n"
+        'if __name__ == "__main__":\n    unittest.main()\n'
+    ),
+}
+FIXED = {"calc.py": "def add(a, b):\n    return a + b\n"}
+#: Weakening the test instead of fixing the code.
+EDIT_THE_TEST = {"test_calc.py": "import unittest\n"}
+#: A file check and two behaviour checks (skill-used, tool-used).
+SKILL_CHECKS: list[dict[str, Any]] = [
+    {"type": "file-contains", "path": "calc.py", "pattern": "a + b"},
+    {"type": "skill-used", "skill": "python-tests"},
+    {"type": "tool-used", "kind": "shell", "inputMatches": "test_calc"},
+]
+
+
+def console(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``atlante-eval`` console script (no colour); never a traceback."""
+    result = subprocess.run(
+        [str(CONSOLE), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env if env is not None else {**os.environ, "NO_COLOR": "1"},
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+        check=False,
+    )
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
+    return result
+
+
+def standin_run(tmp_path: Path, *args: str, name: str = "run") -> tuple[int, str, str]:
+    """``run ARGS`` through the stand-in CLI, to the end: status, stdout, stderr."""
+    with cleaned_up(start_cli(["run", *args], tmp_path, name=name)) as run:
+        status = run.wait(timeout_s=300)
+        assert "Traceback" not in run.stdout + run.stderr, run.stderr
+        return status, run.stdout, run.stderr
+
+
+def calc_project(root: Path, scenarios: list[dict[str, Any]]) -> Path:
+    """A project whose fixture is the calc task."""
+    project = make_project(root, scenarios=scenarios)
+    for name, text in CALC_FIXTURE.items():
+        write_text(project / "eval" / "fixtures" / "app" / name, text)
+    return project
+
+
+def solution(root: Path, name: str, files: dict[str, str], *under: str) -> Path:
+    """Write ``solutions/NAME[/UNDER...]/files/``."""
+    directory = root / "eval" / "scenarios" / "solutions" / name
+    directory = directory.joinpath(*under)
+    for relative, text in files.items():
+        write_text(directory / "files" / relative, text)
+    return directory
+
+
+# --- item 14: the selftest table says what was and was not exercised ---------------------
+
+
+def skill_project(root: Path) -> Path:
+    """One scenario with a file check and two behaviour checks; its solutions carry no
+    transcript, so the behaviour checks are not selftested."""
+    project = calc_project(
+        root,
+        [scenario("use-skill", checks=SKILL_CHECKS, **{"$schema": EXTENDED_SCENARIO_URI})],
+    )
+    solution(project, "use-skill", FIXED)
+    solution(project, "use-skill", EDIT_THE_TEST, "counter", "edit-the-test")
+    return project
+
+
+def test_selftest_table_says_what_was_and_was_not_exercised(tmp_path: Path) -> None:
+    """Behaviour checks not selftested: the reference's cell counts the checks it proves and
+    names the rest, instead of ``fail (0/3 checks fail)`` beside ``ok``."""
+    root = skill_project(tmp_path / "p")
+    result = console("selftest", str(root), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [header, row] = result.stdout.splitlines()[:2]
+    assert header.split() == [
+        "SCENARIO",
+        "NULL",
+        "AGENT",
+        "REFERENCE",
+        "AGENT",
+        "CHEATS",
+        "SELFTEST",
+    ]
+    assert "fail (0/" not in row
+    cells = [cell.strip() for cell in row.split("  ") if cell.strip()]
+    assert cells == [
+        "use-skill",
+        "fail (3/3 checks fail)",
+        "pass (1 check; 2 behaviour checks not selftested)",
+        "1/1 caught",
+        "ok (2 behaviour checks not selftested)",
+    ]
+    [run_dir] = report_dirs(root)
+    analysis = json.loads((run_dir / "selftest.json").read_text())
+    reference = analysis["scenarios"]["use-skill"]["referenceAgent"]
+    assert reference["verdict"] == "fail"  # the trial did fail its unproven behaviour checks
+    assert (reference["failedChecks"], reference["notSelftested"]) == ([], [1, 2])
+
+
+# --- item 16: selftest progress names the counter-solution or mutant ---------------------
+
+
+def test_selftest_progress_names_each_cheat(tmp_path: Path) -> None:
+    """Each counter-solution's and mutant's progress line says which one it was."""
+    project = calc_project(
+        tmp_path / "p",
+        [
+            scenario(
+                "fix-add",
+                checks=[
+                    {"type": "command", "run": ["python3", "test_calc.py"]},
+                    {"type": "file-unchanged", "path": "test_calc.py"},
+                ],
+            )
+        ],
+    )
+    solution(project, "fix-add", FIXED)
+    solution(project, "fix-add", EDIT_THE_TEST, "counter", "edit-the-test")
+    result = console("selftest", str(project), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    assert any(
+        line.startswith("fix-add · counter agent (edit-the-test): fail (") for line in lines
+    ), lines
+    assert any(
+        line.startswith("fix-add · mutant agent (edit-unchanged test_calc.py): fail (")
+        for line in lines
+    ), lines
+    assert any(line.startswith("fix-add · null agent: fail (") for line in lines)
+    assert any(line.startswith("fix-add · reference agent: pass (") for line in lines)
