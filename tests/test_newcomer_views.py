@@ -13,8 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clikit import cleaned_up, cli_env, report_dirs, start_cli
+import pytest
+from browserkit import browser, open_page
+from clikit import cleaned_up, report_dirs, start_cli
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario, write_text
+
+__all__ = ["browser"]  # the fixture, re-exported for pytest
 
 CONSOLE = Path(sys.executable).with_name("atlante-eval")
 
@@ -160,3 +164,67 @@ def test_selftest_progress_names_each_cheat(tmp_path: Path) -> None:
     ), lines
     assert any(line.startswith("fix-add · null agent: fail (") for line in lines)
     assert any(line.startswith("fix-add · reference agent: pass (") for line in lines)
+
+
+# --- item 10: a selftest report renders as selftest results -------------------------------
+
+
+@pytest.mark.browser
+def test_selftest_page_shows_agents_not_pass_rates(browser: Any, tmp_path: Path) -> None:
+    """selftest writes selftest.html; ``html`` on its report draws scenarios x agents, each
+    agent doing as it must, with the selftest's verdict, and no pass rates."""
+    root = skill_project(tmp_path / "p")
+    result = console("selftest", str(root), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [run_dir] = report_dirs(root)
+    written = console("html", str(run_dir), cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    for file in (run_dir / "selftest.html", run_dir / "report.html"):
+        page, recorder, context = open_page(browser, file)
+        try:
+            verdict = page.locator("#selftest-verdict")
+            assert verdict.inner_text() == "selftest passed: 1 scenario sound"
+            assert verdict.get_attribute("data-ok") == "true"
+            row = page.locator('#selftest-table tr[data-scenario="use-skill"]')
+            assert row.locator("td.null").inner_text() == "fails, as it must (fail)"
+            assert row.locator("td.reference").inner_text() == (
+                "passes, as it must (2 behaviour checks not selftested) (fail)"
+            )
+            assert row.locator("td.cheats").inner_text() == "edit-the-test: caught (fail)"
+            assert (
+                row.locator("td.verdict").inner_text() == "ok (2 behaviour checks not selftested)"
+            )
+            assert page.locator('a.outcome[data-good="false"]').count() == 0
+            assert page.locator("#scenario-table, #verdict-counts").count() == 0
+            assert "pass rate" not in page.locator("body").inner_text()
+            page.locator('a.outcome[data-agent="counter"]').click()
+            assert page.locator("#s-use-skill-t2").get_attribute("open") is not None
+            assert recorder.console_errors() == []
+            assert recorder.errors == []
+        finally:
+            context.close()
+
+
+@pytest.mark.browser
+def test_selftest_page_marks_a_vacuous_scenario(browser: Any, tmp_path: Path) -> None:
+    """A null agent that passes is what the page flags, in the selftest's own words."""
+    project = calc_project(
+        tmp_path / "p",
+        [scenario("vacuous", checks=[{"type": "file-exists", "path": "calc.py"}])],
+    )
+    solution(project, "vacuous", FIXED)
+    result = console("selftest", str(project), cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [run_dir] = report_dirs(project)
+    page, _recorder, context = open_page(browser, run_dir / "selftest.html")
+    try:
+        assert page.locator("#selftest-verdict").get_attribute("data-ok") == "false"
+        assert page.locator("#selftest-verdict").inner_text() == (
+            "selftest failed: 1 of 1 scenario cannot be trusted"
+        )
+        row = page.locator('#selftest-table tr[data-scenario="vacuous"]')
+        assert row.locator("td.null").inner_text() == "passes: the scenario is vacuous (pass)"
+        assert row.locator("td.null a").get_attribute("data-good") == "false"
+        assert row.locator("td.verdict").inner_text() == "vacuous"
+    finally:
+        context.close()

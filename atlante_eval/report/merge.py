@@ -221,6 +221,7 @@ def _merge_scenarios(shards: list[ShardReport], *, trials: int) -> dict[str, Sce
             fingerprint=template.fingerprint,
             definition=template.definition,
             description=template.description,
+            prompt=template.prompt,
         )
     return merged
 
@@ -236,7 +237,7 @@ def _check_description(
         described[name] = (result, source)
         return
     earlier, earlier_source = described[name]
-    for what in ("fingerprint", "definition", "source", "origin", "description"):
+    for what in ("fingerprint", "definition", "source", "origin", "description", "prompt"):
         if getattr(result, what) != getattr(earlier, what):
             raise _mismatch(
                 f"scenario {name!r} has a different {what} in {source} and {earlier_source}",

@@ -369,6 +369,8 @@ class ScenarioResult(OutputModel):
     """The scenario's description."""
     activity: ScenarioActivity | None = None
     """What the agent did over the trials with a transcript (additive)."""
+    prompt: str | None = None
+    """The prompt every trial's agent received: the scenario's ``task.prompt`` (additive)."""
 
 
 class MetaConfig(OutputModel):

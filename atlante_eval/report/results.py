@@ -38,6 +38,7 @@ def summarize(
     fingerprint: str | None = None,
     definition: str | None = None,
     description: str | None = None,
+    prompt: str | None = None,
 ) -> ScenarioResult:
     """Summarise trials into a scenario result without a :class:`Scenario` (merge, reload).
 
@@ -61,6 +62,7 @@ def summarize(
         cost=round(sum(reported_costs), 10) if reported_costs else None,
         description=description,
         activity=scenario_activity(ordered),
+        prompt=prompt,
     )
 
 

@@ -30,4 +30,5 @@ def scenario_result(
         fingerprint=fingerprint,
         definition=definition,
         description=scenario.document.description,
+        prompt=scenario.document.task.prompt,
     )

@@ -39,7 +39,7 @@ from .._util.paths import UnsafePathError
 from .._version import __version__
 from ..checks import CheckContext, run_checks
 from ..choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
-from ..diagnostics import Diagnostic, DiagnosticError, error
+from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts.base import SessionEnd, SessionUsage, TrialContext
 from ..project import CommandCheck, Plan, PlannedTrial, Scenario, Suite, load_suite, resolve_budget
 from ..report import (
@@ -92,6 +92,8 @@ __all__ = [
 ]
 
 TrialCallback = Callable[[str, AgentName, TrialResult], object]
+#: The selftest's page, written beside its report and ``selftest.json``.
+SELFTEST_PAGE = "selftest.html"
 
 
 class NullAgent:
@@ -562,10 +564,38 @@ def _judged(
         scenarios=judged,
         diagnostics=[*suite.warnings, *diagnostics, *_left_behind(run.cleanup_failures)],
     )
+    problems = _publish_page(run, report, result)
+    if problems:
+        result = result.model_copy(update={"diagnostics": [*result.diagnostics, *problems]})
     result_path = run.publish("selftest.json", result.to_json().encode("utf-8"))
     return SelftestOutcome(
         result=result, report=report, report_path=report_path, result_path=result_path
     )
+
+
+def _publish_page(run: ActiveRun, report: RunReport, result: SelftestResult) -> list[Diagnostic]:
+    """Publish ``selftest.html`` beside the report; a failure is a warning, not a lost selftest."""
+    from ..views.html import render_selftest_html
+
+    page = render_selftest_html(
+        report,
+        run_dir=run.run_dir,
+        links_from=run.run_dir,
+        analysis=result.model_dump(mode="json", by_alias=True),
+    )
+    try:
+        run.publish(SELFTEST_PAGE, page)
+    except DiagnosticError as exc:
+        return [
+            warning(
+                problem.code,
+                f"{SELFTEST_PAGE} not written: {problem.message}",
+                source=problem.source,
+                next=problem.next,
+            )
+            for problem in exc.diagnostics
+        ]
+    return []
 
 
 def _left_behind(failures: Sequence[RemovalFailure]) -> list[Diagnostic]:

@@ -364,6 +364,7 @@ def trial_view(report: RunReport, path: Path, name: str, index: int) -> TrialVie
             config=report.meta.config,
             files=files,
             caps=SHOW_CAPS,
+            prompt=report.scenarios[name].prompt,
         )
     finally:
         if files is not None:

@@ -19,6 +19,7 @@ from rich.text import Text
 from .._util.terminal import printable, shorten
 from ..transcript.model_calls import ModelCall
 from .causes import describe_failure
+from .diff_parts import split_diff
 from .progress import CAUSE_SEPARATOR, format_duration
 from .show import RunView, ScenarioSummary, ScenarioView
 from .trial import CheckView, TimelineEntry, TrialView
@@ -201,14 +202,20 @@ def _render_checks(view: TrialView, console: Console) -> None:
 
 
 def _render_diff(view: TrialView, console: Console) -> None:
+    parts = split_diff(view.diff or "")
+    binary = {item.path: item.change for item in parts.binary}
     if view.changed_files:
         console.print(Text("changed files", style="bold"))
         for path in view.changed_files:
-            console.print(Text(f"  {printable(path)}"))
-    if not view.diff:
+            tag = f" (binary, {binary[path]})" if path in binary else ""
+            console.print(Text(f"  {printable(path)}{tag}"))
+    if parts.binary:
+        names = ", ".join(printable(item.path) for item in parts.binary)
+        console.print(Text(f"binary files (content not shown): {names}"))
+    if not parts.text.strip():
         return
     console.print(Text("diff", style="bold"))
-    diff = printable(view.diff.rstrip("\n"), multiline=True)
+    diff = printable(parts.text.rstrip("\n"), multiline=True)
     if console.is_terminal and not console.no_color:
         console.print(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
     else:
@@ -356,6 +363,10 @@ def render_trial(view: TrialView, console: Console) -> None:
         console.print(Text(f"earlier infra-error attempts {view.attempts}"))
     if view.reused:
         console.print(Text("reused from an earlier run"))
+    if view.prompt is not None:
+        console.print(Text("prompt:"))
+        for row in view.prompt.strip("\n").splitlines():
+            console.print(Text(f"  {printable(row)}"))
     for line in _gateway_lines(view):
         console.print(line)
     if view.error and "\n" in view.error.strip():

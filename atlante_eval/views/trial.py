@@ -19,12 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from ..report import (
     CheckResult,
     MetaConfig,
     OutputModel,
     RunFiles,
     TamperEvidence,
+    TrialAttempt,
     TrialResult,
     TrialUsage,
 )
@@ -154,6 +157,10 @@ class TrialView(OutputModel):
     """Path of the model-call record, when there is one."""
     calls: list[ModelCall] | None = None
     """The model calls the gateway forwarded (``model-calls.jsonl``), within the view's caps."""
+    earlier_attempts: list[TrialAttempt] = Field(default_factory=list)
+    """Those earlier attempts, in order: verdict, duration and error of each."""
+    prompt: str | None = None
+    """The prompt the agent received (the scenario result's ``prompt``), when recorded."""
 
 
 def _entry(value: object) -> TimelineEntry:
@@ -258,6 +265,7 @@ def build_trial_view(
     config: MetaConfig | None,
     files: RunFiles | None,
     caps: TranscriptCaps,
+    prompt: str | None = None,
 ) -> TrialView:
     """The view of ``trial`` of ``scenario``, its transcript read from the run's ``files``.
 
@@ -268,6 +276,7 @@ def build_trial_view(
         config: the run's budget (``meta.config``), which the cause names.
         files: the run directory, held open; ``None`` when there is none to read.
         caps: how much of the transcript this view reads.
+        prompt: the prompt the agent received (``ScenarioResult.prompt``).
     """
     recorded = _recorded(files, scenario, trial.i, caps)
     return TrialView(
@@ -293,4 +302,6 @@ def build_trial_view(
         tampered=trial.tampered,
         model_calls=recorded.model_calls,
         calls=None if recorded.calls is None else list(recorded.calls),
+        earlier_attempts=list(trial.attempts or []),
+        prompt=prompt,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from ..._version import __version__
+from ...choices import SELFTEST_HOST
 
 if TYPE_CHECKING:
     import jinja2
@@ -26,6 +28,7 @@ __all__ = [
     "render_compare_html",
     "render_history_html",
     "render_run_html",
+    "render_selftest_html",
     "render_store_history_html",
 ]
 
@@ -104,7 +107,9 @@ def render_run_html(
     """The run page of ``report``.
 
     Args:
-        report: any run report (a run's, merged, selftest, or the reference tool's).
+        report: any run report (a run's, merged, or the reference tool's); a
+            selftest's (``meta.host`` ``selftest``) is drawn as selftest results
+            (:func:`render_selftest_html`).
         run_dir: the run directory holding ``trials/<scenario>/<i>/`` transcripts, if any.
         links_from: the directory the page will be written in (links to trial files
             are relative to it); ``None`` links with absolute ``file://`` addresses.
@@ -112,8 +117,32 @@ def render_run_html(
     from .glyphs import VERDICT_SHAPES
     from .run_page import run_page
 
+    if report.meta.host == SELFTEST_HOST:
+        return render_selftest_html(report, run_dir=run_dir, links_from=links_from)
     page = run_page(report, run_dir=run_dir, links_from=links_from)
     return _render("run.html.j2", page=page, verdict_names=list(VERDICT_SHAPES))
+
+
+def render_selftest_html(
+    report: RunReport,
+    *,
+    run_dir: Path | None = None,
+    links_from: Path | None = None,
+    analysis: Mapping[str, Any] | None = None,
+) -> bytes:
+    """The selftest page of a selftest ``report``: scenarios x stand-in agents.
+
+    Args:
+        report: a selftest's report.
+        run_dir: its run directory (trial transcripts, and ``selftest.json`` when
+            ``analysis`` is not given).
+        links_from: the directory the page will be written in.
+        analysis: the selftest's analysis (``selftest.json``) as JSON.
+    """
+    from .selftest_page import selftest_page
+
+    page = selftest_page(report, run_dir=run_dir, links_from=links_from, analysis=analysis)
+    return _render("selftest.html.j2", page=page)
 
 
 def render_compare_html(

@@ -21,7 +21,7 @@ from ..trial import build_trial_view
 from .svg import interval_bar, strip_plot
 from .trial import PAGE_CAPS, TrialPanel, allowances, trial_panel
 
-__all__ = ["GridCell", "RunPage", "ScenarioRow", "run_page"]
+__all__ = ["GridCell", "RunPage", "ScenarioRow", "anchor_of", "run_page"]
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -81,7 +81,8 @@ class RunPage:
     max_trials: int
 
 
-def _anchor(position: int, name: str) -> str:
+def anchor_of(position: int, name: str) -> str:
+    """A scenario's id in the page: ``s-<name>`` for a plain name, else by position."""
     return f"s-{name}" if _SLUG.match(name) else f"s{position}"
 
 
@@ -106,7 +107,7 @@ def _scenario(
     shares: dict[tuple[str, int], int],
 ) -> ScenarioRow:
     stats = statistics_of(result)
-    anchor = _anchor(position, name)
+    anchor = anchor_of(position, name)
     graded = stats.graded > 0
     trials = sorted(result.trials, key=lambda t: t.i)
     executed = [t for t in trials if t.verdict != "skipped-budget"]
@@ -153,6 +154,7 @@ def _scenario(
                     config=report.meta.config,
                     files=files,
                     caps=PAGE_CAPS,
+                    prompt=result.prompt,
                 ),
                 f"{anchor}-t{t.i}",
                 run_dir=files.path if files is not None else None,

@@ -36,6 +36,8 @@ from ...transcript import (
     UsageEntry,
     parse_entry,
 )
+from ..diff_parts import BinaryFile, split_diff
+from ..output import output_excerpt
 from ..trial import CheckView, TimelineEntry, TranscriptCaps, TrialView
 from .model_calls import CallRow, call_rows, usage_note
 from .svg import usage_line
@@ -46,6 +48,7 @@ __all__ = [
     "PAGE_ENTRIES",
     "PAGE_TEXT_CHARS",
     "Capped",
+    "EvidenceField",
     "TimelineItem",
     "TrialPanel",
     "allowances",
@@ -74,6 +77,10 @@ PAGE_TRANSCRIPT_BYTES = 9 * 1024 * 1024
 PAGE_CAPS = TranscriptCaps(max_bytes=PAGE_TRANSCRIPT_BYTES, max_entries=PAGE_ENTRIES, reader="page")
 #: Most changed files listed in one panel.
 PAGE_CHANGED_FILES = 200
+#: Most characters of a command's output in the page: all a check keeps (its last 2,000).
+PAGE_OUTPUT_CHARS = 2_000
+#: Most characters of the prompt in the page.
+PAGE_PROMPT_CHARS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +100,13 @@ def cap(value: object, limit: int = PAGE_TEXT_CHARS) -> Capped:
     if len(text) <= limit:
         return Capped(text)
     return Capped(text[:limit], len(text) - limit)
+
+
+def cap_tail(text: str, limit: int) -> Capped:
+    """The last ``limit`` characters of ``text`` (a failure is read at the end)."""
+    if len(text) <= limit:
+        return Capped(text)
+    return Capped(text[-limit:], len(text) - limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +130,22 @@ class Link:
 
 
 @dataclass(frozen=True, slots=True)
+class EvidenceField:
+    """One field of a check's evidence, ready for the page."""
+
+    name: str
+    """The evidence key (``output``, ``exit``, ``run``)."""
+    value: Capped
+    """The value as text: a string as it is (preformatted), anything else as JSON."""
+    cut: str | None = None
+    """What of the program's output the page leaves out, when it is cut."""
+    log: Link | None = None
+    """The file holding the whole output (``check-N.log``), when the check kept it."""
+    log_name: str | None = None
+    """That file's run-relative name, also when it cannot be linked."""
+
+
+@dataclass(frozen=True, slots=True)
 class TrialPanel:
     """One trial's view, laid out for the page: what the page adds to :class:`TrialView`."""
 
@@ -129,12 +159,17 @@ class TrialPanel:
     """The panel's id in the page."""
     error: Capped | None
     """The trial's error text, capped."""
-    checks: list[tuple[CheckView, Capped]]
-    """Each check with its evidence capped."""
-    changed_files: list[str]
-    """The first :data:`PAGE_CHANGED_FILES` changed paths."""
+    checks: list[tuple[CheckView, list[EvidenceField]]]
+    """Each check with its evidence, field by field."""
+    changed_files: list[tuple[str, str | None]]
+    """The first :data:`PAGE_CHANGED_FILES` changed paths, each with its binary change
+    (``added``, ``deleted``, ``changed``) when the file is binary."""
+    binary_files: list[BinaryFile]
+    """The binary files the diff names (their content is not shown)."""
+    prompt: Capped | None
+    """The prompt the agent received, when recorded."""
     diff: Markup | None
-    """The diff, cut to the trial's share of the page and highlighted."""
+    """The diff of the text files, cut to the trial's share of the page and highlighted."""
     diff_omitted: int
     """Characters of the diff left out of the page."""
     timeline: list[TimelineItem]
@@ -151,6 +186,49 @@ class TrialPanel:
     """The model-call record (the first :data:`~.model_calls.PAGE_CALLS`)."""
     calls_omitted: int = 0
     """Model calls left out of the page (the record file has them all)."""
+
+
+def _log_link(name: str, run_dir: Path | None, links_from: Path | None) -> Link | None:
+    """A link to ``check-N.log`` under ``run_dir``: only a plain path inside ``trials/``."""
+    path = PurePosixPath(name)
+    if run_dir is None or path.is_absolute() or ".." in path.parts or path.parts[:1] != ("trials",):
+        return None
+    return Link(path.name, _href(run_dir / path, links_from))
+
+
+def _output_field(
+    text: str, evidence: dict[str, Any], run_dir: Path | None, links_from: Path | None
+) -> EvidenceField:
+    """A command's output: its end, preformatted, and where the whole of it is."""
+    shown = cap_tail(text, PAGE_OUTPUT_CHARS)
+    excerpt = output_excerpt(text, evidence, max_lines=0)
+    if not excerpt.cut and not shown.omitted:
+        return EvidenceField("output", shown)
+    name = excerpt.log
+    cut = (
+        "the check kept the end of the program's output"
+        if excerpt.cut
+        else f"the last {len(shown.text):,} characters"
+    )
+    link = _log_link(name, run_dir, links_from) if name else None
+    return EvidenceField("output", shown, cut=cut, log=link, log_name=name)
+
+
+def evidence_fields(
+    check: CheckView, *, run_dir: Path | None, links_from: Path | None
+) -> list[EvidenceField]:
+    """A check's evidence as the page shows it: text preformatted, the rest as JSON."""
+    fields: list[EvidenceField] = []
+    for key, value in check.evidence.items():
+        if key == "outputLog":
+            continue  # shown with the output it holds
+        if key == "output" and isinstance(value, str):
+            fields.append(_output_field(value, check.evidence, run_dir, links_from))
+        elif isinstance(value, str):
+            fields.append(EvidenceField(key, cap(value)))
+        else:
+            fields.append(EvidenceField(key, cap(json.dumps(value, ensure_ascii=False))))
+    return fields
 
 
 def highlight_diff(diff: str) -> Markup:
@@ -340,7 +418,11 @@ def trial_panel(
         links_from: the directory the page is written in (``None``: absolute links).
         allowance: the characters of diff and transcript the panel may hold.
     """
-    diff, omitted, allowance = _diff(view.diff, allowance)
+    parts = split_diff(view.diff) if view.diff else None
+    binary = parts.binary if parts is not None else []
+    kinds = {item.path: item.change for item in binary}
+    text = parts.text if parts is not None and parts.text.strip() else None
+    diff, omitted, allowance = _diff(text, allowance)
     timeline, chart = _timeline(view.timeline, max(allowance, TRIAL_MIN_CHARS))
     links: list[Link] = []
     if run_dir is not None:
@@ -350,8 +432,13 @@ def trial_panel(
         view=view.model_copy(update={"timeline": []}),
         anchor=anchor,
         error=cap(view.error) if view.error else None,
-        checks=[(check, cap(check.evidence)) for check in view.checks],
-        changed_files=view.changed_files[:PAGE_CHANGED_FILES],
+        checks=[
+            (check, evidence_fields(check, run_dir=run_dir, links_from=links_from))
+            for check in view.checks
+        ],
+        changed_files=[(path, kinds.get(path)) for path in view.changed_files[:PAGE_CHANGED_FILES]],
+        binary_files=binary,
+        prompt=cap(view.prompt, PAGE_PROMPT_CHARS) if view.prompt is not None else None,
         diff=diff,
         diff_omitted=omitted,
         timeline=timeline,
