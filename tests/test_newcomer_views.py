@@ -17,6 +17,9 @@ import pytest
 from browserkit import browser, open_page
 from clikit import cleaned_up, report_dirs, start_cli
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario, write_text
+from reports import report, trials
+from reports import write as write_report
+from standin import actions
 
 __all__ = ["browser"]  # the fixture, re-exported for pytest
 
@@ -226,5 +229,141 @@ def test_selftest_page_marks_a_vacuous_scenario(browser: Any, tmp_path: Path) ->
         assert row.locator("td.null").inner_text() == "passes: the scenario is vacuous (pass)"
         assert row.locator("td.null a").get_attribute("data-good") == "false"
         assert row.locator("td.verdict").inner_text() == "vacuous"
+    finally:
+        context.close()
+
+
+# --- items 1 and 19: output preformatted with its log linked; prompt; binary files ------------
+
+#: A command that prints 300 lines, then fails with an assertion at the very end.
+LONG_FAILURE = (
+    "for i in range(300):\n    print('line', i)\nraise AssertionError('add(2, 3) returned -1')"
+)
+#: An agent that writes calc.py and leaves its compiled (binary) form behind.
+COMPILING_AGENT = actions(
+    {"write": "calc.py", "content": "def add(a, b):\n    return a - b  # still wrong\n"},
+    {"run": ["python3", "-c", "import py_compile; py_compile.compile('calc.py')"]},
+)
+
+
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stand-in run whose command check fails at the end of a long output."""
+    tmp_path = tmp_path_factory.mktemp("long")
+    root = calc_project(
+        tmp_path / "p",
+        [
+            scenario(
+                "long",
+                prompt=COMPILING_AGENT,
+                checks=[{"type": "command", "run": ["python3", "-c", LONG_FAILURE]}],
+            )
+        ],
+    )
+    status, _out, err = standin_run(tmp_path, str(root), "--trials", "1")
+    assert status == 1, err
+    [run_dir] = report_dirs(root)
+    return run_dir
+
+
+def test_show_prints_the_prompt_and_names_binary_files(long_run: Path) -> None:
+    """show RUN SCENARIO:I prints the prompt the agent received, and lists a compiled file as
+    binary instead of a ``Binary files ... differ`` section in the diff."""
+    report = json.loads((long_run / "report.json").read_text())
+    assert report["scenarios"]["long"]["prompt"] == COMPILING_AGENT
+    result = console("show", str(long_run), "long:0", cwd=long_run)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[lines.index("prompt:") + 1] == f"  {COMPILING_AGENT}"
+    [compiled] = [line for line in lines if "__pycache__/" in line and "(binary, added)" in line]
+    name = compiled.split()[0]
+    assert name.startswith("__pycache__/calc.")
+    assert name.endswith(".pyc")
+    assert f"binary files (content not shown): {name}" in lines
+    assert "Binary files" not in result.stdout
+    assert "+    return a - b  # still wrong" in lines
+
+
+@pytest.mark.browser
+def test_page_shows_output_preformatted_and_links_its_log(browser: Any, long_run: Path) -> None:
+    """The page prints the check's output as text with its line breaks (the end, where the
+    assertion is), links check-0.log that holds all of it, shows the prompt and marks the
+    compiled file as binary."""
+    page, recorder, context = open_page(browser, long_run / "report.html")
+    try:
+        page.locator('#verdict-grid a.cell[href="#s-long-t0"]').click()
+        panel = page.locator("#s-long-t0")
+        output = panel.locator('.evidence-field[data-field="output"]')
+        text = output.locator("pre").inner_text()
+        assert text.splitlines()[-1] == "AssertionError: add(2, 3) returned -1"
+        assert "line 299\n" in text
+        assert "\\n" not in text
+        assert output.locator(".cut").is_visible()
+        link = output.locator("a.output-log")
+        assert link.inner_text() == "check-0.log"
+        href = link.get_attribute("href")
+        assert href == "trials/long/0/check-0.log"
+        whole = (long_run / href).read_text()
+        assert whole.startswith("line 0\n")
+        assert whole.rstrip().endswith("AssertionError: add(2, 3) returned -1")
+        evidence = panel.locator(".evidence").inner_text()
+        assert '"output"' not in evidence
+        assert "transcript.jsonl" not in evidence
+        panel.locator("details.prompt > summary").click()
+        assert panel.locator("details.prompt pre").inner_text() == COMPILING_AGENT
+        binary = panel.locator(".changed-file:has(.binary)")
+        assert binary.count() == 1
+        assert "__pycache__/calc." in binary.inner_text()
+        assert "(binary, added)" in binary.inner_text()
+        assert "Binary files" not in panel.locator(".diff").inner_text()
+        assert "still wrong" in panel.locator(".diff").inner_text()
+        assert recorder.console_errors() == []
+        assert recorder.errors == []
+    finally:
+        context.close()
+
+
+# --- items 9 and 19: attempts on the page; skills / subagents apart from tool calls --------
+
+LONG_SKILL = "a-skill-whose-name-runs-on-and-on-without-a-single-space-in-it-anywhere-at-all"
+
+
+@pytest.mark.browser
+def test_page_lists_attempts_and_keeps_tools_apart(browser: Any, tmp_path: Path) -> None:
+    """A retried trial lists each attempt; the skills / subagents column holds only skills and
+    subagents and wraps a long name inside its cell; tool calls have their own column."""
+    attempts = [
+        {"verdict": "infra-error", "duration_ms": 1200, "error": "host crashed: ECONNRESET"},
+        {"verdict": "infra-error", "duration_ms": 800, "error": "host crashed again"},
+    ]
+    activity = {
+        "skills": {LONG_SKILL: 1},
+        "subagents": {"reviewer": 1},
+        "tool_calls": {"total": 4, "by_kind": {"shell": 3, "read": 1}},
+    }
+    trial = trials(["pass"], attempts=attempts, activity=activity)
+    run_dir = write_report(tmp_path / "run", report({"flaky": trial}))
+    result = console("html", str(run_dir), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    page, recorder, context = open_page(browser, run_dir / "report.html")
+    try:
+        row = page.locator('#scenario-table tr[data-scenario="flaky"]')
+        skills = row.locator("td.activity")
+        assert skills.inner_text().splitlines() == [
+            f"skills: {LONG_SKILL} \u00d71",
+            "subagents: reviewer \u00d71",
+        ]
+        assert row.locator("td.tools").inner_text() == "read \u00d71, shell \u00d73"
+        assert skills.evaluate("e => e.scrollWidth <= e.clientWidth")
+        header = page.locator("#scenario-table thead th").all_inner_texts()
+        assert header[-2:] == ["skills / subagents", "tool calls"]
+        page.locator('#verdict-grid a.cell[href="#s-flaky-t0"]').click()
+        listed = page.locator("#s-flaky-t0 ol.attempts li").all_inner_texts()
+        assert [" ".join(item.split()) for item in listed] == [
+            "attempt 1/3: infra-error 1.2 s \u2014 host crashed: ECONNRESET",
+            "attempt 2/3: infra-error 0.8 s \u2014 host crashed again",
+            "attempt 3/3: pass 1.0 s (this result)",
+        ]
+        assert recorder.console_errors() == []
     finally:
         context.close()
