@@ -17,9 +17,12 @@ import pytest
 from browserkit import browser, open_page
 from clikit import cleaned_up, report_dirs, start_cli
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario, write_text
-from reports import report, trials
+from reports import config, meta, report, trials
 from reports import write as write_report
 from standin import actions
+
+from atlante_eval import RunReport
+from atlante_eval.report import finalize, summarize
 
 __all__ = ["browser"]  # the fixture, re-exported for pytest
 
@@ -365,5 +368,73 @@ def test_page_lists_attempts_and_keeps_tools_apart(browser: Any, tmp_path: Path)
             "attempt 3/3: pass 1.0 s (this result)",
         ]
         assert recorder.console_errors() == []
+    finally:
+        context.close()
+
+
+# --- item 18: compare --html says where the page went; merge --out writes report.html ----
+
+
+def test_compare_html_prints_where_it_wrote_the_page(tmp_path: Path) -> None:
+    """compare --html FILE names FILE on stderr; stdout keeps the table, or JSON with --json."""
+    base = write_report(tmp_path / "base", report({"s": ["pass"] * 5}))
+    head = write_report(tmp_path / "head", report({"s": ["pass"] * 4 + ["fail"]}))
+    table = console("compare", str(base), str(head), "--html", "page.html", cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    assert table.stderr.splitlines()[-1] == "html: page.html"
+    assert "html:" not in table.stdout
+    assert (tmp_path / "page.html").is_file()
+    as_json = console(
+        "compare", str(base), str(head), "--json", "--html", "other.html", cwd=tmp_path
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["overall"]
+    assert as_json.stderr.splitlines()[-1] == "html: other.html"
+
+
+def _shards(root: Path) -> list[Path]:
+    """Two shard reports of one plan: scenario ``s``'s trials 0 and 1, with its prompt."""
+    written = []
+    for index in (1, 2):
+        result = summarize(trials(["pass" if index == 1 else "fail"], start=index - 1))
+        result = result.model_copy(update={"prompt": "Fix calc.py."})
+        shard = finalize(
+            RunReport(
+                run_id=f"2026-03-01T02-00-0{index}-000{index}",
+                meta=meta(config=config(trials=2), plan_digest="d" * 64, shard=f"{index}/2"),
+                scenarios={"s": result},
+            )
+        )
+        written.append(write_report(root / f"shard{index}", shard))
+    return written
+
+
+@pytest.mark.browser
+def test_merge_out_writes_report_html(browser: Any, tmp_path: Path) -> None:
+    """merge --out publishes report.html beside the merged report.json and says so, as run
+    does; the page shows the merged trials."""
+    shards = _shards(tmp_path)
+    result = console("merge", *map(str, shards), "--out", "merged", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [run_dir] = (tmp_path / "merged").iterdir()
+    page_file = run_dir / "report.html"
+    assert result.stdout.splitlines()[-1] == f"html {os.path.relpath(page_file, tmp_path)}"
+    merged = json.loads((run_dir / "report.json").read_text())
+    assert merged["scenarios"]["s"]["prompt"] == "Fix calc.py."
+    quiet = console("merge", *map(str, shards), "--out", "again", "--json", cwd=tmp_path)
+    [again] = (tmp_path / "again").iterdir()
+    assert (again / "report.html").is_file()
+    assert quiet.stderr.splitlines()[-1] == f"html: again/{again.name}/report.html"
+    page, recorder, context = open_page(browser, page_file)
+    try:
+        assert page.locator("#run-id").inner_text() == merged["runId"]
+        assert page.locator("#verdict-grid a.cell").count() == 2
+        assert (
+            page.locator('#scenario-table tr[data-scenario="s"] .graded')
+            .inner_text()
+            .startswith("1 / 2")
+        )
+        assert recorder.console_errors() == []
+        assert recorder.errors == []
     finally:
         context.close()

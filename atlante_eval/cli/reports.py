@@ -20,6 +20,7 @@ from .app import app, guarded, positive_int, print_diagnostics
 
 if TYPE_CHECKING:
     from ..history.gate import GateDecision
+    from ..report import RunReport
     from ..report.compare import CompareResult
 
 __all__ = ["compare", "compare_command", "junit", "merge", "merge_command"]
@@ -209,6 +210,7 @@ def compare_command(
             result, links_from=html.absolute().parent, run_dirs=(base_dir, head_dir)
         )
         COMPARE_WRITERS["html"].write(published, html, option="--html")
+        typer.echo(f"html: {html}", err=True)  # stdout holds the comparison (or its JSON)
     _print_comparison(result, gate, as_json=as_json, markdown=markdown == Path("-"))
     if gate is not None:
         from ..views.compare_render import gate_line
@@ -343,14 +345,36 @@ def merge_command(
         sys.stdout.flush()
         return 0
     merged, path = publish_merged(merged, out=out, output=output)
+    page = _merged_page(merged, path) if out is not None else None
     if as_json:
         typer.echo(f"merged {len(shards)} shard reports into {path}", err=True)
+        if page is not None:
+            typer.echo(f"html: {page}", err=True)
         sys.stdout.write(merged.to_json())
         sys.stdout.flush()
         return 0
     typer.echo(f"merged {len(shards)} shard reports")
-    typer.echo(render_summary(merged, path, color=use_color(sys.stdout)))
+    typer.echo(render_summary(merged, path, color=use_color(sys.stdout), html=page))
     return 0
+
+
+def _merged_page(merged: RunReport, path: Path) -> Path | None:
+    """``report.html`` beside the published merged report; a failure is only a warning."""
+    from ..diagnostics import DiagnosticError, warning
+    from ..views.formats import publish_merged_page
+
+    try:
+        return publish_merged_page(merged, path)
+    except DiagnosticError as exc:
+        print_diagnostics(
+            [
+                warning(
+                    d.code, f"report.html not written: {d.message}", source=d.source, next=d.next
+                )
+                for d in exc.diagnostics
+            ]
+        )
+        return None
 
 
 def _fraction(flag: str, raw: str | None, default: float, *, allow_one: bool) -> float:

@@ -29,7 +29,11 @@ __all__ = [
     "PublishedReport",
     "ReportWriter",
     "RunReportFormat",
+    "publish_merged_page",
 ]
+
+#: The page written beside a published run report (``run``, ``merge --out``).
+HTML_FILE = "report.html"
 
 #: File formats of a run report (``run --junit``, ``junit``).
 RunReportFormat = Literal["junit", "html"]
@@ -129,3 +133,19 @@ COMPARE_WRITERS: dict[CompareFormat, ReportWriter[PublishedComparison]] = {
     "markdown": ReportWriter("Markdown summary", _markdown),
     "html": ReportWriter("HTML comparison", _compare_html),
 }
+
+
+def publish_merged_page(report: RunReport, report_path: Path) -> Path:
+    """Write ``report.html`` beside a merged report published with ``merge --out``.
+
+    The shards' trial files stay in the shards' run directories, so the page has
+    no transcripts to link; everything else is as on a run's page.
+
+    Raises:
+        DiagnosticError: ``eval-report-failed`` when the page cannot be written.
+    """
+    directory = report_path.parent
+    page = directory / HTML_FILE
+    source = PublishedReport(report, run_dir=None, links_from=directory)
+    RUN_REPORT_WRITERS["html"].write(source, page, option="--out")
+    return page
