@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from adaptivekit import adaptive_project, baseline, chance_scenario
 from browserkit import browser, open_page
 from clikit import cleaned_up, report_dirs, start_cli
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario, write_text
@@ -438,3 +439,28 @@ def test_merge_out_writes_report_html(browser: Any, tmp_path: Path) -> None:
         assert recorder.errors == []
     finally:
         context.close()
+
+
+# --- item 17: the adaptive summary never prints a negative saving ------------------------
+
+
+def test_adaptive_summary_never_prints_a_negative_saving(tmp_path: Path) -> None:
+    """A run that decides at its first look, later than a fixed count would have, says how
+    many more trials it took instead of ``saving -2``."""
+    project = adaptive_project(tmp_path / "p", [chance_scenario("coin", 0.0)], maxSessions=100)
+    base = baseline(tmp_path / "base.json", {"coin": (20, 20)})
+    status, out, err = standin_run(
+        tmp_path,
+        *(str(project), "--against", str(base), "--until-decided", "-j", "2"),
+        *("--min-trials", "6", "--max-trials", "12"),
+    )
+    assert status == 1, err
+    record = json.loads(next((project / ".atlante" / "eval").glob("*/report.json")).read_text())
+    adaptive = record["adaptive"]
+    assert (adaptive["trialsUsed"], adaptive["fixedTrials"]) == (6, 4)
+    assert adaptive["saving"] == -2  # the record keeps the arithmetic
+    assert "saving -" not in out
+    assert (
+        "trials used 6 · a fixed-count run reaching the same decisions: 4 (--trials 4) · "
+        "2 more than that run (no saving)"
+    ) in out.splitlines()
