@@ -464,3 +464,36 @@ def test_adaptive_summary_never_prints_a_negative_saving(tmp_path: Path) -> None
         "trials used 6 · a fixed-count run reaching the same decisions: 4 (--trials 4) · "
         "2 more than that run (no saving)"
     ) in out.splitlines()
+
+
+# --- item 11: verdict shapes that every font can show ------------------------------------
+
+
+@pytest.mark.browser
+def test_verdict_shapes_are_drawn_not_typed(browser: Any, tmp_path: Path) -> None:
+    """Every verdict's shape on the page is inline SVG or plain ASCII/en dash text: no
+    hourglass, check mark, cross or warning sign that a Debian font draws as an empty box."""
+    verdicts = ["pass", "fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"]
+    run_dir = write_report(tmp_path / "run", report({"all": verdicts}))
+    result = console("html", str(run_dir), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    page, recorder, context = open_page(browser, run_dir / "report.html")
+    try:
+        text = page.locator("body").inner_text()
+        for symbol in ("\u29d7", "\u231b", "\u2713", "\u2714", "\u2717", "\u2718", "\u26a0"):
+            assert symbol not in text
+        for verdict in ("pass", "fail", "timeout", "infra-error"):
+            cell = page.locator(f'#verdict-grid a.cell[data-verdict="{verdict}"]')
+            shape = cell.locator("svg.glyph")
+            assert shape.count() == 1
+            box = shape.bounding_box()
+            assert box is not None
+            assert box["width"] > 8
+            assert box["height"] > 8
+            assert cell.inner_text().strip() == ""  # nothing typed beside the drawing
+        for verdict, typed in (("budget-exceeded", "$"), ("skipped-budget", "\u2013")):
+            cell = page.locator(f'#verdict-grid a.cell[data-verdict="{verdict}"]')
+            assert cell.locator("span[aria-hidden]").inner_text() == typed
+        assert recorder.console_errors() == []
+    finally:
+        context.close()
