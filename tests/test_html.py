@@ -446,6 +446,10 @@ def test_a_forged_report_html_is_moved_aside_and_the_real_page_published(tmp_pat
     assert "warning [eval-run-dir-tampered]" in result.stderr
     [run_dir] = report_dirs(project)
     page = (run_dir / "report.html").read_text()
-    assert "FORGED-PAGE" not in page
+    assert page != "FORGED-PAGE"
+    assert page.startswith("<!DOCTYPE html>")
+    # The forger's prompt (which names the forged text) is on the real page, escaped.
+    assert page.count("FORGED-PAGE") == 1
+    assert "&#34;content&#34;: &#34;FORGED-PAGE&#34;" in page
     assert '<meta name="generator" content="atlante-eval' in page
     assert (run_dir / "tampered-1" / "report.html").read_text() == "FORGED-PAGE"
