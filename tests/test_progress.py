@@ -21,10 +21,10 @@ from atlante_eval import (
     TrialResult,
     TrialStarted,
 )
+from atlante_eval._util.logs import configure_logging
 from atlante_eval.report import MetaConfig
 from atlante_eval.report.models import Spread
 from atlante_eval.run.summary import scenario_result
-from atlante_eval._util.logs import configure_logging
 from atlante_eval.views.progress import ProgressPrinter, format_duration, trial_detail, use_color
 from atlante_eval.views.status import RunStatus, clock, remaining_ms
 
@@ -183,7 +183,7 @@ def test_no_color_keeps_verdicts_plain(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_status_counts_timeouts_and_errors_apart() -> None:
-    """The status line counts pass, fail, timeout and error (infra-error) each, the rest as other."""
+    """The status line counts pass, fail, timeout and error (infra-error) apart, others as other."""
     now = [100.0]
     status = RunStatus(now=lambda: now[0])
     assert status.line() == "preparing the run · 0:00"
@@ -195,8 +195,7 @@ def test_status_counts_timeouts_and_errors_apart() -> None:
     status.start("s", 6)
     now[0] += 65
     assert status.line() == (
-        "6/8 done · 1 running · 1 pass · 1 fail · 2 timeout · 1 error · 1 other · 1:05 · "
-        "~0:04 left"
+        "6/8 done · 1 running · 1 pass · 1 fail · 2 timeout · 1 error · 1 other · 1:05 · ~0:04 left"
     )
 
 
