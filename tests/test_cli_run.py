@@ -178,7 +178,8 @@ def test_summary_lists_scenarios_host_model_and_report_path(
     lines = re.sub(r"\d+ms", "Nms", result.stdout).splitlines()
     assert lines == [
         f"eval {run_dir.name}",
-        "host standin 1.0.0 · model acme/model-x · isolation none",
+        "host standin 1.0.0 · model acme/model-x · isolation none · "
+        "gateway on (0 model calls, 1 trial on the host's figures)",
         "",
         "cli-happy: pass 100% · mean Nms · p95 Nms",
         "",

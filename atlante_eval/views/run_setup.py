@@ -1,9 +1,9 @@
-"""What a run ran on, in the same words everywhere: host and version, model, isolation.
+"""What a run ran on, in the same words everywhere: host and version, model, isolation, gateway.
 
 The run summary, ``show RUN`` and the run page print these facts from the
 report's ``meta``, in this order. Each fact is one function of ``meta`` in
-:data:`SETUP_FACTS` (``None``: nothing to say); a new kind of setup, such as the
-model gateway's state, is one more function there and appears in all three.
+:data:`SETUP_FACTS` (``None``: nothing to say); a new kind of setup is one more
+function there and appears in all three (the model gateway's state is one: ``meta.gateway``).
 Values are as recorded (untrusted): renderers escape them.
 """
 
@@ -22,7 +22,7 @@ class SetupFact:
     """One fact about what a run ran on: ``isolation`` ``os``."""
 
     label: str
-    """What it is (``host``, ``model``, ``isolation``, ``limits``)."""
+    """What it is (``host``, ``model``, ``isolation``, ``gateway``, ``limits``)."""
     value: str
     """Its value, as recorded."""
 
@@ -63,8 +63,28 @@ def _limits(meta: Meta) -> SetupFact | None:
     return SetupFact("limits", ", ".join(parts)) if parts else None
 
 
+def _gateway(meta: Meta) -> SetupFact:
+    """``on (12 model calls)`` with the model gateway's figures, or ``off`` (``meta.gateway``)."""
+    gateway = meta.gateway
+    if gateway is None:
+        return SetupFact("gateway", "off")
+    figures = [f"{gateway.calls} model call{'s' if gateway.calls != 1 else ''}"]
+    if gateway.refused:
+        figures.append(f"{gateway.refused} refused")
+    if gateway.fallback_trials:
+        trials = f"{gateway.fallback_trials} trial{'s' if gateway.fallback_trials != 1 else ''}"
+        figures.append(f"{trials} on the host's figures")
+    return SetupFact("gateway", f"on ({', '.join(figures)})")
+
+
 #: The facts, in the order they are shown.
-SETUP_FACTS: tuple[Callable[[Meta], SetupFact | None], ...] = (_host, _model, _isolation, _limits)
+SETUP_FACTS: tuple[Callable[[Meta], SetupFact | None], ...] = (
+    _host,
+    _model,
+    _isolation,
+    _gateway,
+    _limits,
+)
 
 
 def setup_facts(meta: Meta) -> list[SetupFact]:

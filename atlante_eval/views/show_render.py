@@ -348,6 +348,14 @@ def model_call_lines(calls: list[ModelCall]) -> list[Text]:
     return lines
 
 
+def _prompt_lines(view: TrialView) -> list[Text]:
+    """``prompt:`` and the prompt the agent received, indented (nothing when not recorded)."""
+    if view.prompt is None:
+        return []
+    rows = view.prompt.strip("\n").splitlines()
+    return [Text("prompt:"), *(Text(f"  {printable(row)}") for row in rows)]
+
+
 def render_trial(view: TrialView, console: Console) -> None:
     """Print one trial: verdict and cause, checks with evidence, diff, transcript timeline."""
     title = Text(f"trial {printable(view.scenario)}:{view.i} · run {printable(view.run_id)}: ")
@@ -363,11 +371,7 @@ def render_trial(view: TrialView, console: Console) -> None:
         console.print(Text(f"earlier infra-error attempts {view.attempts}"))
     if view.reused:
         console.print(Text("reused from an earlier run"))
-    if view.prompt is not None:
-        console.print(Text("prompt:"))
-        for row in view.prompt.strip("\n").splitlines():
-            console.print(Text(f"  {printable(row)}"))
-    for line in _gateway_lines(view):
+    for line in [*_prompt_lines(view), *_gateway_lines(view)]:
         console.print(line)
     if view.error and "\n" in view.error.strip():
         console.print(Text("error:"))
