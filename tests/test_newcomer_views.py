@@ -497,3 +497,30 @@ def test_verdict_shapes_are_drawn_not_typed(browser: Any, tmp_path: Path) -> Non
         assert recorder.console_errors() == []
     finally:
         context.close()
+
+
+# --- item 7: the gateway's state beside host, model and isolation -------------------------
+
+
+def test_show_and_page_say_the_gateway_state(tmp_path: Path) -> None:
+    """show RUN and the page's facts say ``gateway on (...)`` from meta.gateway, else ``off``."""
+    on = write_report(
+        tmp_path / "on",
+        report({"s": ["pass"]}, gateway={"calls": 3, "refused": 1, "fallback_trials": 1}),
+    )
+    off = write_report(tmp_path / "off", report({"s": ["pass"]}, isolation="os"))
+    for run_dir, expected in (
+        (
+            on,
+            "isolation none · gateway on (3 model calls, 1 refused, 1 trial on the host's figures)",
+        ),
+        (off, "isolation os · gateway off"),
+    ):
+        shown = console("show", str(run_dir), cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        [setup] = [line for line in shown.stdout.splitlines() if line.startswith("host ")]
+        assert setup.endswith(expected), setup
+        assert console("html", str(run_dir), cwd=tmp_path).returncode == 0
+        page = (run_dir / "report.html").read_text()
+        gateway = expected.split("gateway ", 1)[1].replace("'", "&#39;")
+        assert f'<dd data-fact="gateway">{gateway}</dd>' in page
