@@ -205,7 +205,7 @@ def test_selftest_page_shows_agents_not_pass_rates(browser: Any, tmp_path: Path)
             assert page.locator("#scenario-table, #verdict-counts").count() == 0
             assert "pass rate" not in page.locator("body").inner_text()
             page.locator('a.outcome[data-agent="counter"]').click()
-            assert page.locator("#s-use-skill-t2").get_attribute("open") is not None
+            page.wait_for_function("document.getElementById('s-use-skill-t2').open")
             assert recorder.console_errors() == []
             assert recorder.errors == []
         finally:
@@ -296,6 +296,7 @@ def test_page_shows_output_preformatted_and_links_its_log(browser: Any, long_run
     page, recorder, context = open_page(browser, long_run / "report.html")
     try:
         page.locator('#verdict-grid a.cell[href="#s-long-t0"]').click()
+        page.wait_for_function("document.getElementById('s-long-t0').open")
         panel = page.locator("#s-long-t0")
         output = panel.locator('.evidence-field[data-field="output"]')
         text = output.locator("pre").inner_text()
@@ -362,6 +363,7 @@ def test_page_lists_attempts_and_keeps_tools_apart(browser: Any, tmp_path: Path)
         header = page.locator("#scenario-table thead th").all_inner_texts()
         assert header[-2:] == ["skills / subagents", "tool calls"]
         page.locator('#verdict-grid a.cell[href="#s-flaky-t0"]').click()
+        page.wait_for_function("document.getElementById('s-flaky-t0').open")
         listed = page.locator("#s-flaky-t0 ol.attempts li").all_inner_texts()
         assert [" ".join(item.split()) for item in listed] == [
             "attempt 1/3: infra-error 1.2 s \u2014 host crashed: ECONNRESET",
