@@ -98,9 +98,15 @@ def run_dirs(tmpdir: Path) -> list[Path]:
 
 
 def report_dirs(project: Path) -> list[Path]:
-    """Run directories under the project's default report location."""
+    """Run directories under the project's default report location.
+
+    A hidden ``.<run id>.reserving`` directory is a run directory still being
+    reserved (report/staging.py), not yet one.
+    """
     base = project / ".atlante" / "eval"
-    return sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+    if not base.is_dir():
+        return []
+    return sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def journal_results(run_dir: Path) -> list[dict[str, Any]]:

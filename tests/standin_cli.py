@@ -10,7 +10,10 @@ limit; ``ATLANTE_TEST_MATCH_STARTED`` names a file created when a search starts;
 gets the process's peak resident memory (``VmHWM``, in KiB) when it exits;
 ``ATLANTE_TEST_STANDIN_DIALECT=claude`` runs :class:`standin_claude.ClaudeDialectStandin`
 instead (the stand-in read as Claude Code); ``ATLANTE_TEST_KEEP_PENDING_INPUTS`` makes
-the normalizers keep open tool calls' inputs whole (to show the growth the cap prevents).
+the normalizers keep open tool calls' inputs whole (to show the growth the cap prevents);
+``ATLANTE_TEST_KILL_AT_RESERVE`` makes the CLI SIGKILL itself the moment its run
+directory appears, and ``ATLANTE_TEST_UNSEEDED_RESERVE`` reserves it empty, as before
+the journal came with it (to show the directory that leaves).
 """
 
 from __future__ import annotations
@@ -73,6 +76,22 @@ if os.environ.get("ATLANTE_TEST_MATCH_STARTED"):
         return _search_sync(*args, **kwargs)
 
     patterns.search_sync = _announced_search
+if os.environ.get("ATLANTE_TEST_KILL_AT_RESERVE"):
+    import signal
+
+    from atlante_eval.report import publish
+
+    _reserve = publish.reserve_run_dir
+
+    def _reserve_then_die(*args: Any, **kwargs: Any) -> tuple[str, Path]:
+        """Reserve the run directory, then die at once: the earliest a run directory exists."""
+        if os.environ.get("ATLANTE_TEST_UNSEEDED_RESERVE"):
+            kwargs["seed"] = None
+        reserved = _reserve(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return reserved
+
+    publish.reserve_run_dir = _reserve_then_die
 
 
 def _write_peak_rss(path: str) -> None:

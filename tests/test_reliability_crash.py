@@ -16,7 +16,8 @@ from enginekit import MASKS
 from factory import make_project, scenario
 from standin import actions
 
-from atlante_eval import RunReport
+from atlante_eval import DiagnosticError, RunReport
+from atlante_eval.report.staging import STAGING_SUFFIX
 from atlante_eval.run.journal import read_journal
 
 #: Fields that differ between an uninterrupted run and a resumed one by design.
@@ -90,9 +91,69 @@ def test_sigkill_at_every_stage_never_leaves_a_torn_report(tmp_path: Path) -> No
             report = _report(run_dir)
             assert len(report.all_trials()) == 9
             complete += 1
+        # Every run directory holds its journal, from the moment it appears.
+        assert (run_dir / "journal.jsonl").is_file()
         entries = read_journal(run_dir)
         assert len(entries) == len(journal_results(run_dir))
     assert 1 <= complete <= len(dirs)
+
+
+def _killed_at_reserve(tmp_path: Path, project: Path, *, weakened: bool) -> Path:
+    """Run until the run directory appears, then SIGKILL (the CLI kills itself there)."""
+    before = set(report_dirs(project))
+    extra = {"ATLANTE_TEST_KILL_AT_RESERVE": "1"}
+    if weakened:
+        extra["ATLANTE_TEST_UNSEEDED_RESERVE"] = "1"
+    name = "weak" if weakened else "killed"
+    with cleaned_up(start_cli(["run", str(project)], tmp_path, extra_env=extra, name=name)) as cli:
+        assert cli.wait() == -signal.SIGKILL, cli.stderr
+    [run_dir] = [d for d in report_dirs(project) if d not in before]
+    return run_dir
+
+
+def test_a_run_killed_as_its_directory_appears_leaves_it_resumable(tmp_path: Path) -> None:
+    """The earliest SIGKILL that leaves a run directory leaves one with its journal.
+
+    The CLI kills itself right after the directory is reserved: the directory
+    appears with the journal's header in it (it was made under a hidden name and
+    renamed into place), so ``--resume`` takes it and runs every trial. Reserved
+    empty, as before, the directory is one neither ``--resume`` nor anything else can use.
+    """
+    project = _project(tmp_path)
+    run_dir = _killed_at_reserve(tmp_path, project, weakened=False)
+    assert [p.name for p in run_dir.iterdir()] == ["journal.jsonl"]
+    header = json.loads((run_dir / "journal.jsonl").read_text().splitlines()[0])
+    assert header["runId"] == run_dir.name
+    assert read_journal(run_dir) == []
+    assert not [p for p in run_dir.parent.iterdir() if p.name.startswith(".")]
+    args = ["run", str(project), "--resume", str(run_dir)]
+    with cleaned_up(start_cli(args, tmp_path, name="resume")) as cli:
+        assert cli.wait() == 1, cli.stderr
+    [resumed] = [d for d in report_dirs(project) if d != run_dir]
+    report = _report(resumed)
+    assert report.meta.resumed_from == str(run_dir)
+    assert len(report.all_trials()) == 9
+    assert not any(t.reused for t in report.all_trials())
+
+    # The weakened reservation (the directory made empty, the journal later) leaves a
+    # directory that holds nothing to resume.
+    weak = _killed_at_reserve(tmp_path, project, weakened=True)
+    assert list(weak.iterdir()) == []
+    with pytest.raises(DiagnosticError, match=r"no journal\.jsonl or report\.json"):
+        read_journal(weak)
+
+
+def test_a_staging_directory_left_by_a_killed_run_is_swept(tmp_path: Path) -> None:
+    """A hidden staging directory whose journal no run holds is removed by the next run."""
+    project = _project(tmp_path)
+    base = project / ".atlante" / "eval"
+    stale = base / f".2020-01-01T00-00-00-0000{STAGING_SUFFIX}"
+    stale.mkdir(parents=True)
+    (stale / "journal.jsonl").write_text('{"journal": 1}\n')
+    with cleaned_up(start_cli(["run", str(project)], tmp_path)) as cli:
+        assert cli.wait() == 1, cli.stderr
+    assert not stale.exists()
+    assert len(report_dirs(project)) == 1
 
 
 _WRITER = r"""

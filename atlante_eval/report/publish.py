@@ -3,7 +3,10 @@
 The default location is ``<project>/.atlante/eval/<runId>/report.json`` (and
 ``eval/`` is added to ``<project>/.atlante/.gitignore``); ``--out DIR`` replaces
 ``<project>/.atlante/eval``. A run directory is reserved with a non-recursive
-``mkdir`` (a collision re-rolls the id), and every file is written to a temporary
+``mkdir`` (a collision re-rolls the id); a run's directory is first made under a
+hidden staging name, given its first files (the journal), and renamed into place
+without replacing anything, so even a run killed at once leaves either no run
+directory or one holding its journal. Every file is written to a temporary
 name, flushed to disk, then linked into place, so a crash never leaves a
 half-written report and nothing existing is ever overwritten.
 
@@ -25,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
+from .staging import Seed, seeded, sweep_staging
 
 __all__ = [
     "PublishError",
@@ -193,13 +197,19 @@ def check_unchanged(run_dir: Path, identity: tuple[int, int], *, anchor: Path | 
         raise PublishError(f"report output path changed during the run: {run_dir}")
 
 
-def reserve_run_dir(base: Path, run_id: str, *, anchor: Path | None = None) -> tuple[str, Path]:
+def reserve_run_dir(
+    base: Path, run_id: str, *, anchor: Path | None = None, seed: Seed | None = None
+) -> tuple[str, Path]:
     """Create ``base`` if needed and reserve a fresh ``base/<run id>`` directory.
 
     Args:
         base: the report base directory.
         run_id: the preferred run id.
         anchor: when given, no component of ``base`` below it may be a symlink.
+        seed: called with a hidden staging directory and the run id before the
+            directory gets its name, to write its first files (a run's journal);
+            the directory then appears under ``base/<run id>`` with them, at once.
+            It returns how to undo its work, called when the id must be re-rolled.
 
     Returns:
         The run id actually used (re-rolled on collision) and the directory.
@@ -211,11 +221,12 @@ def reserve_run_dir(base: Path, run_id: str, *, anchor: Path | None = None) -> t
         if anchor is not None:
             check_below(anchor, base)
         _mkdirs(base)
+        if seed is not None:
+            sweep_staging(base)
         for _ in range(_RUN_ID_ATTEMPTS):
             candidate = base / run_id
-            try:
-                candidate.mkdir()
-            except FileExistsError:
+            reserved = seeded(base, run_id, seed) if seed is not None else _made(candidate)
+            if not reserved:
                 run_id = new_run_id()
                 continue
             check_no_symlinks(candidate)
@@ -223,6 +234,15 @@ def reserve_run_dir(base: Path, run_id: str, *, anchor: Path | None = None) -> t
     except OSError as exc:
         raise PublishError(f"cannot create {base}: {exc.strerror or exc}") from exc
     raise PublishError(f"could not allocate a fresh eval run id under {_RUN_ID_ATTEMPTS} attempts")
+
+
+def _made(candidate: Path) -> bool:
+    """Make ``candidate``; ``False`` when it exists."""
+    try:
+        candidate.mkdir()
+    except FileExistsError:
+        return False
+    return True
 
 
 def atomic_write(path: Path, data: bytes, *, replace: bool = False) -> None:
@@ -475,7 +495,9 @@ class ReportDir:
         return target
 
 
-def reserve_report_dir(base: Path, run_id: str, *, project_root: Path | None = None) -> ReportDir:
+def reserve_report_dir(
+    base: Path, run_id: str, *, project_root: Path | None = None, seed: Seed | None = None
+) -> ReportDir:
     """Reserve ``base/<run id>`` before anything runs.
 
     Args:
@@ -484,12 +506,14 @@ def reserve_report_dir(base: Path, run_id: str, *, project_root: Path | None = N
         project_root: set when ``base`` is the project's default location: then no
             component below the project root may be a symlink, and ``eval/`` is
             added to ``<project>/.atlante/.gitignore``.
+        seed: writes the directory's first files before it appears (see
+            :func:`reserve_run_dir`).
 
     Raises:
         DiagnosticError: ``eval-report-failed`` (exit 3).
     """
     try:
-        run_id, run_dir = reserve_run_dir(base, run_id, anchor=project_root)
+        run_id, run_dir = reserve_run_dir(base, run_id, anchor=project_root, seed=seed)
         identity = dir_identity(run_dir)
         if project_root is not None:
             ensure_gitignore(project_root / ".atlante")

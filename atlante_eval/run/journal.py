@@ -81,6 +81,10 @@ class Journal:
             ) from exc
         self._append({"journal": 1, "runId": run_id, "planDigest": plan_digest})
 
+    def moved(self, run_dir: Path) -> None:
+        """Say the journal's directory is now ``run_dir`` (renamed into place; the file is open)."""
+        self.path = run_dir / JOURNAL_NAME
+
     def _append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         with self._lock:

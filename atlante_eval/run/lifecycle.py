@@ -9,7 +9,9 @@ under a shielded scope, the run root is removed (unless ``keep``), the report is
 finalized (end time, wall time, ``interrupted``, ``cleanupFailures``) and
 published as ``report.json`` in the reserved directory. Before that, anything in
 the run directory the engine did not write is moved aside and listed in
-``meta.tampered`` (see :meth:`ReportDir.sweep`).
+``meta.tampered`` (see :meth:`ReportDir.sweep`). A run with a journal gets it with
+its directory: the directory appears holding the journal's header, so a run
+killed at any moment leaves no run directory or a resumable one.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import anyio
 
 from .._util.fstree import RemovalFailure
 from .._util.paths import display_path
-from ..diagnostics import Diagnostic, warning
+from ..diagnostics import Diagnostic, DiagnosticError, warning
 from ..report import (
     REPORT_FILE,
     TRIALS_DIR,
@@ -46,6 +48,8 @@ from ..report import (
     utc_timestamp,
 )
 from ..trial import create_run_root, remove_tree
+from .failures import journal_diagnostic
+from .journal import Journal, JournalError
 
 __all__ = [
     "ActiveRun",
@@ -81,6 +85,8 @@ class ActiveRun:
     """Where the report was published (set on the way out)."""
     cleanup_failures: list[RemovalFailure] = field(default_factory=list)
     """Sandboxes (or the run root) that could not be removed; the engine appends to it."""
+    journal: Journal | None = None
+    """The run's journal, made with the directory (``run_lifecycle(journal=...)``)."""
 
     @property
     def run_id(self) -> str:
@@ -109,6 +115,7 @@ async def run_lifecycle(
     on_end: EndHook | None = None,
     decorate: Callable[[RunReport], RunReport] | None = None,
     finish: FinishHook | None = None,
+    journal: str | None = None,
 ) -> AsyncIterator[ActiveRun]:
     """Reserve a run directory and a run root; publish the run's report on the way out.
 
@@ -125,12 +132,15 @@ async def run_lifecycle(
             adaptive run's decision record), also on cancellation.
         finish: called before the report is assembled, shielded; its fields are
             added to the report's ``meta`` (e.g. ``project_modified``).
+        journal: the plan digest of a run that journals its trials: the run
+            directory appears with its journal (:attr:`ActiveRun.journal`) in it.
 
     Raises:
         DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
-            be reserved or the report cannot be published.
+            be reserved or the report cannot be published; ``eval-journal-failed``
+            when its journal cannot be created.
     """
-    run = _reserve(project_root, out)
+    run = _reserve(project_root, out, journal)
     started = time.monotonic()
     failed = False
     try:
@@ -153,28 +163,55 @@ async def run_lifecycle(
                     if on_end is not None:
                         await on_end(run)
             finally:
+                if run.journal is not None:
+                    run.journal.close()
                 run.files.close()
 
 
-def _reserve(project_root: Path, out: Path | None) -> ActiveRun:
-    """Reserve the run directory (held open) and create the run root.
+@dataclass
+class _JournalSeed:
+    """Creates a run's journal in its directory before the directory gets its name."""
+
+    plan_digest: str
+    journal: Journal | None = None
+
+    def __call__(self, staging: Path, run_id: str) -> Callable[[], None]:
+        self.journal = Journal(staging, run_id=run_id, plan_digest=self.plan_digest)
+        return self.journal.close
+
+
+def _reserve(project_root: Path, out: Path | None, plan_digest: str | None) -> ActiveRun:
+    """Reserve the run directory (held open, with its journal) and create the run root.
 
     Raises:
         DiagnosticError: ``eval-report-failed`` (exit 3) when the directory cannot
-            be reserved or opened.
+            be reserved or opened, ``eval-journal-failed`` when the journal cannot
+            be created.
     """
-    report_dir = reserve_report_dir(
-        report_base(project_root, out),
-        new_run_id(),
-        project_root=project_root if out is None else None,
-    )
+    seed = _JournalSeed(plan_digest) if plan_digest is not None else None
+    base = report_base(project_root, out)
+    try:
+        report_dir = reserve_report_dir(
+            base, new_run_id(), project_root=project_root if out is None else None, seed=seed
+        )
+    except JournalError as exc:
+        raise DiagnosticError([journal_diagnostic(exc, None, base)]) from None
+    journal = seed.journal if seed is not None else None
+    if journal is not None:
+        journal.moved(report_dir.path)
     try:
         files = RunFiles.open(report_dir.path, report_dir.identity)
     except OSError as exc:
+        if journal is not None:
+            journal.close()
         raise publish_error(report_dir.path, exc) from None
     try:
-        return ActiveRun(report_dir=report_dir, run_root=create_run_root(), files=files)
+        return ActiveRun(
+            report_dir=report_dir, run_root=create_run_root(), files=files, journal=journal
+        )
     except BaseException:
+        if journal is not None:
+            journal.close()
         files.close()
         raise
 

@@ -34,7 +34,7 @@ from ..transcript import copy_trial_files
 from .balance import ShardSplit
 from .engine import Engine, EngineOptions, TrialGuard, call_sink
 from .failures import cause, journal_diagnostic, journal_failure, with_journal_cause
-from .journal import JOURNAL_NAME, Journal, JournalError, lock_for_resume
+from .journal import JOURNAL_NAME, Journal, lock_for_resume
 from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from .metering import GatewayRun, gateway_notice, run_gateway, with_gateway
 from .options import DEFAULT_JOBS, RunOptions, options_from_keywords
@@ -166,16 +166,10 @@ def _meta(ready: PreparedRun) -> Meta:
 
 
 async def _begin(run: ActiveRun, progress: RunProgress, ready: PreparedRun) -> Journal:
-    """Open the run's journal, bring over reused trials' files, and log the start.
-
-    Raises:
-        DiagnosticError: ``eval-journal-failed`` when the journal cannot be created.
-    """
+    """Take the run's journal, bring over reused trials' files, and log the start."""
     options, reused = ready.options, ready.reused
-    try:
-        journal = Journal(run.run_dir, run_id=run.run_id, plan_digest=ready.digest)
-    except JournalError as exc:
-        raise DiagnosticError([journal_diagnostic(exc, None, run.run_dir)]) from None
+    journal = run.journal
+    assert journal is not None  # the lifecycle made it with the directory
     progress.journal = journal
     progress.run_files = run.files
     run.report_dir.adopt(JOURNAL_NAME)
@@ -378,6 +372,7 @@ async def _execute_run(
             on_end=ending.on_end,
             decorate=ready.driver.decorate if ready.driver is not None else _decorate(ready.split),
             finish=ending.finish,
+            journal=ready.digest,
         ) as run:
             ending.failure = await _run_trials(run, ready, progress, control, on_event, ending)
             run.stopped = control.interrupted or ending.failure is not None
