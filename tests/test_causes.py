@@ -77,7 +77,7 @@ def test_fail_cause_names_checks_by_index_type_and_first_evidence_line() -> None
         ],
     )
     assert trial_cause(result, CONFIG) == (
-        "check 1 command: exit 1, expected 0: 2 failed; "
+        "check 1 command: exit 1, expected 0: error line: 2 failed; "
         'check 2 file-contains: a.ts does not contain "export" (+1 more failing)'
     )
 

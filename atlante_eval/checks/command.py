@@ -13,10 +13,10 @@ from typing import Any
 
 from .._util.environment import allowed_env
 from .._util.patterns import PatternError, compile_pattern, search, timeout_message
-from .._util.terminal import first_line
 from ..project import CommandCheck
 from ..trial import run_process
 from .context import CheckContext, Evidence, Outcome
+from .output_cause import output_cause
 from .wording import DETAIL_CHARS, quoted
 
 __all__ = [
@@ -83,7 +83,10 @@ def command_label(check: CommandCheck) -> str:
 
 
 def command_line(evidence: Evidence) -> str:
-    """``exit 1, expected 0: <first line of output>``, or the timeout or mismatch."""
+    """``exit 1, expected 0: pytest: assert 2 == 1.5 · <test>``, or the timeout or mismatch.
+
+    The output's line is the one a person would read (:func:`.output_cause.output_cause`).
+    """
     if evidence.get("timedOut"):
         what = "timed out"
     elif evidence.get("exit") != evidence.get("expectExit", 0):
@@ -94,8 +97,8 @@ def command_line(evidence: Evidence) -> str:
         what = f"output does not match {quoted(evidence['outputMatches'])}"
     else:
         what = "failed"
-    output = first_line(str(evidence.get("output") or ""))
-    return f"{what}: {output}" if output else what
+    found = output_cause(str(evidence.get("output") or ""))
+    return f"{what}: {found.describe()}" if found is not None else what
 
 
 def command_detail(check: CommandCheck, evidence: Evidence) -> str:

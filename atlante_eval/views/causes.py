@@ -2,7 +2,9 @@
 
 The progress printer, the run summary and ``atlante-eval show`` all explain a
 non-pass the same way: a ``fail`` names its failing checks by index and type with
-their first line of evidence; an ``infra-error`` the first line of its error; a
+one line of evidence (for a command, the line of its output a person would read:
+:func:`atlante_eval.checks.output_cause.output_cause`); an ``infra-error`` the
+first line of its error; a
 ``timeout`` or ``budget-exceeded`` the limit it hit; a ``skipped-budget`` the
 session budget. A resource limit the trial reached (``memory limit 512 MB
 reached``) leads the cause, whatever the verdict. Everything here is plain text

@@ -20,6 +20,7 @@ from .._util.terminal import printable, shorten
 from ..transcript.model_calls import ModelCall
 from .causes import describe_failure
 from .diff_parts import split_diff
+from .output import output_excerpt
 from .progress import CAUSE_SEPARATOR, format_duration
 from .show import RunView, ScenarioSummary, ScenarioView
 from .trial import CheckView, TimelineEntry, TrialView
@@ -35,8 +36,6 @@ __all__ = [
 
 #: Longest shortened value (tool input or output, evidence field) in one line.
 VALUE_WIDTH = 160
-#: Most lines of a multi-line evidence value (command output) shown.
-OUTPUT_LINES = 20
 
 _VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red"}
 _KIND_STYLE = {
@@ -170,16 +169,27 @@ def render_scenario(view: ScenarioView, console: Console) -> None:
         console.print(line)
 
 
+def _tail_lines(key: str, value: str, check: CheckView) -> list[Text]:
+    """A multi-line value's last lines (a failure is read at the end), and where the rest is."""
+    excerpt = output_excerpt(value, check.evidence)
+    left_out = []
+    if excerpt.earlier:
+        left_out.append(f"the last {len(excerpt.lines)} of {len(excerpt.lines) + excerpt.earlier}")
+    if excerpt.cut and key == "output":
+        left_out.append("the check kept the output's end")
+    head = f"      {printable(key)}" + (f" ({'; '.join(left_out)})" if left_out else "") + ":"
+    lines = [Text(head, style="bright_black")]
+    lines.extend(Text(f"        {_safe(row)}") for row in excerpt.lines)
+    return lines
+
+
 def _evidence_lines(check: CheckView) -> list[Text]:
     lines = []
     for key, value in check.evidence.items():
         if isinstance(value, str) and "\n" in value:
-            lines.append(Text(f"      {printable(key)}:", style="bright_black"))
-            shown = value.splitlines()
-            for row in shown[:OUTPUT_LINES]:
-                lines.append(Text(f"        {_safe(row)}"))
-            if len(shown) > OUTPUT_LINES:
-                lines.append(Text(f"        … {len(shown) - OUTPUT_LINES} more lines"))
+            lines.extend(_tail_lines(key, value, check))
+        elif key == "outputLog" and check.output_log is not None:
+            lines.append(Text(f"      full output: {printable(check.output_log)}"))
         else:
             lines.append(Text(f"      {printable(key)}: {_safe(value)}", style="bright_black"))
     return lines

@@ -17,6 +17,7 @@ models is as recorded (untrusted): renderers escape it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -34,6 +35,7 @@ from ..report import (
 from ..transcript import RAW_FILE, TRANSCRIPT_FILE, decode_transcript
 from ..transcript.model_calls import MODEL_CALLS_FILE, ModelCall, parse_model_call_line
 from .causes import evidence_line, trial_cause
+from .output import output_log
 
 __all__ = [
     "KNOWN_KINDS",
@@ -91,6 +93,8 @@ class CheckView(OutputModel):
     """What the check saw, in one line (empty on a pass)."""
     evidence: dict[str, Any]
     """The evidence as recorded."""
+    output_log: str | None = None
+    """The file holding a command check's whole output (``check-N.log``), when kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,13 +213,14 @@ def read_model_calls(data: bytes, caps: TranscriptCaps) -> list[ModelCall]:
     return [call for call in found if isinstance(call, ModelCall)]
 
 
-def _check(check: CheckResult) -> CheckView:
+def _check(check: CheckResult, run_dir: Path | None) -> CheckView:
     return CheckView(
         index=check.index,
         type=check.type,
         verdict=check.verdict,
         summary="" if check.verdict == "pass" else evidence_line(check),
         evidence=check.evidence,
+        output_log=output_log(check.evidence, run_dir),
     )
 
 
@@ -290,7 +295,7 @@ def build_trial_view(
         cost=trial.cost,
         model=trial.model,
         error=trial.error,
-        checks=[_check(c) for c in trial.checks or []],
+        checks=[_check(c, files.path if files is not None else None) for c in trial.checks or []],
         changed_files=list(trial.changed_files or []),
         diff=trial.diff,
         transcript=recorded.transcript,
