@@ -13,7 +13,9 @@ instead (the stand-in read as Claude Code); ``ATLANTE_TEST_KEEP_PENDING_INPUTS``
 the normalizers keep open tool calls' inputs whole (to show the growth the cap prevents);
 ``ATLANTE_TEST_KILL_AT_RESERVE`` makes the CLI SIGKILL itself the moment its run
 directory appears, and ``ATLANTE_TEST_UNSEEDED_RESERVE`` reserves it empty, as before
-the journal came with it (to show the directory that leaves).
+the journal came with it (to show the directory that leaves);
+``ATLANTE_TEST_DEFAULT_SIGHUP`` leaves SIGHUP to its default, as before it interrupted a
+run (to show what closing the terminal did).
 """
 
 from __future__ import annotations
@@ -92,6 +94,12 @@ if os.environ.get("ATLANTE_TEST_KILL_AT_RESERVE"):
         return reserved
 
     publish.reserve_run_dir = _reserve_then_die
+if os.environ.get("ATLANTE_TEST_DEFAULT_SIGHUP"):
+    import signal
+
+    from atlante_eval.cli import run as run_command
+
+    run_command.INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # type: ignore[misc]
 
 
 def _write_peak_rss(path: str) -> None:

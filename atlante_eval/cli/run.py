@@ -439,20 +439,33 @@ def _breach_lines(report: RunReport) -> list[str]:
     return lines
 
 
+#: The signals that interrupt a run gracefully: Ctrl-C, ``kill``, and the terminal
+#: closing (SIGHUP, whose default would end the engine at once and leave the hosts).
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
-    """First SIGINT/SIGTERM: interrupt the run gracefully. Second: stop at once."""
+    """First SIGINT/SIGTERM/SIGHUP: interrupt the run gracefully. Second: stop at once."""
+    import contextlib
+
     import anyio
 
     from ..trial import kill_all_process_groups
 
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
+    with anyio.open_signal_receiver(*INTERRUPT_SIGNALS) as signals:
+        async for received in signals:
             if control.interrupted:
                 kill_all_process_groups()
                 os._exit(130)
-            typer.echo(
-                "interrupting: stopping trials and publishing a partial report "
-                "(press Ctrl-C again to quit at once)",
-                err=True,
-            )
+            # After SIGHUP the terminal may be gone (writing to it fails): the run still ends.
+            with contextlib.suppress(OSError):
+                typer.echo(
+                    "interrupting: stopping trials and publishing a partial report "
+                    + (
+                        "(the terminal closed)"
+                        if received == signal.SIGHUP
+                        else "(press Ctrl-C again to quit at once)"
+                    ),
+                    err=True,
+                )
             control.interrupt()

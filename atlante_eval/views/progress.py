@@ -15,6 +15,8 @@ characters escaped.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -106,6 +108,13 @@ VERDICT_COLORS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Discard(io.StringIO):
+    """Where progress goes once the terminal is gone."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
 class _Status:
     """The live status line, rendered afresh on every refresh so its clock ticks."""
 
@@ -160,11 +169,30 @@ class ProgressPrinter:
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
-            self._live.stop()
-            self._live = None
+            live, self._live = self._live, None
+            with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+                live.stop()
 
     def _line(self, text: str, *, parts: tuple[str, str, str] | None = None, **fields: Any) -> None:
         """Print one line; ``parts`` is a trial line in three, its middle the verdict to colour."""
+        try:
+            self._write(text, parts=parts, **fields)
+        except OSError:
+            # The terminal closed under the run (SIGHUP): progress has nowhere to go,
+            # the run goes on to its report.
+            self._gone()
+
+    def _gone(self) -> None:
+        """Stop writing: the stream cannot take what we print."""
+        self.live_enabled = False
+        self.stream = _Discard()
+        if self._live is not None:
+            live, self._live = self._live, None
+            with contextlib.suppress(OSError):
+                live.stop()
+        self._console = None
+
+    def _write(self, text: str, *, parts: tuple[str, str, str] | None, **fields: Any) -> None:
         head, word, tail = (printable(part, multiline=True) for part in parts or (text, "", ""))
         if self.structured:
             _LOG.info("progress", line=head + word + tail, **fields)
