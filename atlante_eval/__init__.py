@@ -42,6 +42,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "report.merge": ("merge_reports",),
     "report.models": ("CheckResult", "Meta", "RunReport", "ScenarioResult", "TrialResult"),
     "run.options": ("RunOptions",),
+    "run.prepare": ("NothingToRerun",),
     "run.runner": ("EvalRunError", "run_eval"),
     "selftest.core": ("run_selftest",),
     "transcript.model_calls": ("ModelCall", "load_model_calls"),
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
     from .report.models import ScenarioResult as ScenarioResult
     from .report.models import TrialResult as TrialResult
     from .run.options import RunOptions as RunOptions
+    from .run.prepare import NothingToRerun as NothingToRerun
     from .run.runner import EvalRunError as EvalRunError
     from .run.runner import run_eval as run_eval
     from .selftest.core import run_selftest as run_selftest

@@ -59,10 +59,25 @@ from .options import RunOptions
 if TYPE_CHECKING:
     from .adaptive import AdaptiveDriver, AdaptiveSettings
 
-__all__ = ["PreparedRun", "ProgressCallback", "announce", "prepare_run"]
+__all__ = ["NothingToRerun", "PreparedRun", "ProgressCallback", "announce", "prepare_run"]
 
 #: Called (sync or async) with each progress event.
 ProgressCallback = Callable[[ProgressEvent], object]
+
+
+class NothingToRerun(DiagnosticError):
+    """Raised by :func:`~atlante_eval.run_eval` with ``last_failed`` when every scenario passed.
+
+    The run it looked at had nothing that did not pass: nothing ran, no run
+    directory was made, nothing was published or recorded. ``exit_code`` is 0;
+    ``diagnostics`` holds one ``last-failed`` warning naming that run, and
+    ``report_path`` is its report.
+    """
+
+    def __init__(self, diagnostic: Diagnostic, report_path: Path) -> None:
+        super().__init__([diagnostic], exit_code=0)
+        self.args = (diagnostic.message,)
+        self.report_path = report_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +213,9 @@ def _last_failed(
             if any(t.verdict != "pass" for t in result.trials)
         }
         chosen = tuple(s for s in suite.scenarios if s.name in failed)
-        names = ", ".join(s.name for s in chosen) or "none"
+        if not chosen:
+            raise _nothing_to_rerun(previous, candidate, skipped)
+        names = ", ".join(s.name for s in chosen)
         note = warning(
             "last-failed",
             f"--last-failed: took run {previous.run_id} ({candidate}); "
@@ -215,6 +232,19 @@ def _last_failed(
         source=str(base),
     )
     return suite.scenarios, note
+
+
+def _nothing_to_rerun(previous: RunReport, candidate: Path, skipped: int) -> NothingToRerun:
+    """Every selected scenario passed in ``previous``: the run stops before it starts."""
+    note = warning(
+        "last-failed",
+        f"--last-failed: nothing to rerun: every selected scenario passed in run "
+        f"{previous.run_id} ({candidate}); nothing was run or published"
+        + (f" ({_skipped(skipped)})" if skipped else ""),
+        source=str(candidate),
+        next="run without --last-failed to run every scenario again",
+    )
+    return NothingToRerun(note, candidate)
 
 
 def _skipped(count: int) -> str:
