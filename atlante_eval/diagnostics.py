@@ -196,17 +196,29 @@ class Diagnostic(BaseModel):
     cause: str | None = None
     """The underlying error, when one exists."""
 
-    def sort_key(self) -> tuple[str, str, int, int, str, str]:
-        """Return the key that orders diagnostics: source, pointer, line, column, code, message."""
+    def sort_key(self) -> tuple[str, int, int, tuple[tuple[int, int, str], ...], str, str]:
+        """Return the key that orders diagnostics in document order.
+
+        By source, then line and column, then the pointer read segment by segment
+        (``/checks/2`` before ``/checks/10``), then code and message.
+        """
         loc = self.location
         return (
             self.source or "",
-            self.pointer or "",
             loc.line if loc else 0,
             loc.column if loc else 0,
+            _pointer_key(self.pointer or ""),
             self.code,
             self.message,
         )
+
+
+def _pointer_key(pointer: str) -> tuple[tuple[int, int, str], ...]:
+    """A JSON pointer as a sort key: array indices compare as numbers, names as text."""
+    return tuple(
+        (0, int(part), "") if part.isascii() and part.isdigit() else (1, 0, part)
+        for part in pointer.split("/")
+    )
 
 
 def error(code: str, message: str, **fields: object) -> Diagnostic:
@@ -224,7 +236,7 @@ def warning(code: str, message: str, **fields: object) -> Diagnostic:
 
 
 def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """Return diagnostics in their stable order (source, pointer, line, column, code, message)."""
+    """Return diagnostics in their stable, document order (see :meth:`Diagnostic.sort_key`)."""
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 

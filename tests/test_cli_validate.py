@@ -215,12 +215,19 @@ def test_list_does_not_need_a_build(tmp_path: Path) -> None:
     ids=[c.id for c in BAD_PROJECTS if c.code != "native-outputs-not-verified"],
 )
 def test_list_fails_like_validate_on_bad_input(tmp_path: Path, case: BadProject) -> None:
-    """``list`` runs the same gates (except native outputs) and exits 2 with the diagnostic."""
+    """``list`` runs the same gates (except native outputs) and exits 2 with the diagnostic.
+
+    With ``--json`` the diagnostics are in the JSON (with whatever scenarios are valid).
+    """
     target = case.build(tmp_path / "p")
+    result = _invoke("list", str(target), cwd=tmp_path)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error [{case.code}]: ")
     result = _invoke("list", str(target), "--json", cwd=tmp_path)
     assert result.exit_code == 2
-    assert result.stdout == ""
-    assert result.stderr.startswith(f"error [{case.code}]: ")
+    document = json.loads(result.stdout)
+    assert document["ok"] is False
+    assert case.code in [d["code"] for d in document["diagnostics"]]
 
 
 def test_list_with_a_pack_that_only_warns(tmp_path: Path) -> None:

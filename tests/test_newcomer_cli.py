@@ -48,3 +48,61 @@ def test_last_failed_after_an_all_pass_run_runs_and_publishes_nothing(tmp_path: 
     listed = console("history", "list", "--project", str(root), "--json")
     assert listed.returncode == 0, listed.stderr
     assert [run["runId"] for run in json.loads(listed.stdout)] == [first.name]
+
+
+def test_an_extension_check_error_does_not_hide_the_documents_other_errors(tmp_path: Path) -> None:
+    """validate: a behaviour check in a v0.1 document, and every other error, in document order."""
+    checks: list[dict[str, object]] = [{"type": "file-exists", "path": "a"} for _ in range(11)]
+    checks[1] = {"type": "skill-used", "skill": "python-tests"}
+    checks[2] = {"type": "file-exists"}  # no path
+    checks[10] = {"type": "file-exists", "path": ""}  # empty path
+    document = scenario("Bad_Name", checks=checks)
+    root = make_project(tmp_path / "p", scenarios=[{**document, "name": "Bad_Name"}])
+    result = console("validate", str(root))
+    assert result.returncode == 2
+    found = [
+        (line.split("]")[0].removeprefix("error ["), line.split(" /")[-1])
+        for line in result.stderr.splitlines()
+        if line.startswith(("error [", "at: "))
+    ]
+    codes = [code for code, _ in found[0::2]]
+    pointers = ["/" + where for _, where in found[1::2]]
+    assert codes == [
+        "invalid-eval-scenario",
+        "scenario-extension-check",
+        "invalid-eval-scenario",
+        "invalid-eval-scenario",
+    ], result.stderr
+    assert pointers == ["/name", "/checks/1/type", "/checks/2/path", "/checks/10/path"], (
+        result.stderr
+    )
+    as_json = console("validate", str(root), "--json")
+    assert [d["pointer"] for d in json.loads(as_json.stdout)["diagnostics"]] == pointers
+
+
+def test_list_json_prints_the_valid_scenarios_and_the_diagnostics(tmp_path: Path) -> None:
+    """list --json with one invalid document: the valid ones and the diagnostic, exit 2."""
+    root = make_project(
+        tmp_path / "p",
+        scenarios=[scenario("good-one"), scenario("good-two"), scenario("broken", checks=[])],
+    )
+    result = console("list", str(root), "--json")
+    assert result.returncode == 2
+    document = json.loads(result.stdout)
+    assert document["ok"] is False
+    assert [row["name"] for row in document["scenarios"]] == ["good-one", "good-two"]
+    [problem] = document["diagnostics"]
+    assert problem["code"] == "invalid-eval-scenario"
+    assert problem["source"] == "eval/scenarios/broken.eval.json"
+    assert problem["pointer"] == "/checks"
+    text = console("list", str(root))
+    assert text.returncode == 2
+    assert text.stderr.startswith("error [invalid-eval-scenario]: ")
+    assert [line.split()[0] for line in text.stdout.splitlines()] == [
+        "NAME",
+        "good-one",
+        "good-two",
+    ]
+    valid = console("list", str(make_project(tmp_path / "q")), "--json")
+    assert valid.returncode == 0
+    assert [row["name"] for row in json.loads(valid.stdout)] == ["basic"]

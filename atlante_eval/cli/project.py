@@ -6,7 +6,7 @@ import signal
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -205,52 +205,74 @@ def list_scenarios(
     path: PathArg = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """List the discovered scenarios: name, source, origin, agent and checks."""
+    """List the discovered scenarios: name, source, origin, agent and checks.
+
+    An invalid scenario document does not hide the valid ones: they are listed, the
+    problems printed as diagnostics, and the exit status is 2.
+    """
 
     def action() -> int:
-        from .._util.terminal import printable
-        from ..project import load_suite
+        from ..diagnostics import DiagnosticError
+        from ..project.listing import discover_all
 
-        suite = load_suite(path, verify_native=False)
-        included = {s.name for s in suite.scenarios}
-        rows = [
+        try:
+            listing = discover_all(path)
+        except DiagnosticError as exc:  # the project itself cannot be read: no scenarios
+            if not as_json:
+                raise
+            print_json({"ok": False, "scenarios": [], "diagnostics": _dumped(exc.diagnostics)})
+            return exc.exit_code
+        rows: list[dict[str, Any]] = [
             {
                 "name": s.name,
                 "source": s.source,
                 "origin": s.origin.label,
                 "agent": s.document.task.agent,
                 "checks": [c.type for c in s.document.checks],
-                "included": s.name in included,
+                "included": listing.included(s),
                 "description": s.document.description,
             }
-            for s in suite.discovered
+            for s in listing.scenarios
         ]
+        status = 0 if listing.ok else 2
         if as_json:
-            print_json(rows)
-            return 0
-        print_diagnostics(suite.warnings)
-        if not rows:
-            typer.echo("no scenarios")
-            return 0
-        header = ("NAME", "SOURCE", "ORIGIN", "AGENT", "CHECKS")
-        table = [header] + [
-            (
-                str(r["name"]) + ("" if r["included"] else " (not included)"),
-                str(r["source"]),
-                str(r["origin"]),
-                str(r["agent"] or "-"),
-                ", ".join(r["checks"]),  # type: ignore[arg-type]
-            )
-            for r in rows
-        ]
-        shown = [[printable(cell) for cell in row] for row in table]  # names are untrusted
-        widths = [max(len(row[i]) for row in shown) for i in range(len(header) - 1)]
-        for row in shown:
-            cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
-            typer.echo("  ".join([*cells, row[-1]]))
-        return 0
+            if listing.ok:
+                print_json(rows)
+            else:
+                print_json(
+                    {"ok": False, "scenarios": rows, "diagnostics": _dumped(listing.diagnostics)}
+                )
+            return status
+        print_diagnostics(listing.diagnostics)
+        _print_rows(rows)
+        return status
 
     raise typer.Exit(guarded(action))
+
+
+def _print_rows(rows: list[dict[str, Any]]) -> None:
+    """The scenario table (``no scenarios`` when there is none)."""
+    from .._util.terminal import printable
+
+    if not rows:
+        typer.echo("no scenarios")
+        return
+    header = ("NAME", "SOURCE", "ORIGIN", "AGENT", "CHECKS")
+    table = [header] + [
+        (
+            str(r["name"]) + ("" if r["included"] else " (not included)"),
+            str(r["source"]),
+            str(r["origin"]),
+            str(r["agent"] or "-"),
+            ", ".join(r["checks"]),
+        )
+        for r in rows
+    ]
+    shown = [[printable(cell) for cell in row] for row in table]  # names are untrusted
+    widths = [max(len(row[i]) for row in shown) for i in range(len(header) - 1)]
+    for row in shown:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        typer.echo("  ".join([*cells, row[-1]]))
 
 
 @app.command()

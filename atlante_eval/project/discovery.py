@@ -410,18 +410,28 @@ def _load_one(path: Path, source: str, origin: Origin) -> tuple[Scenario | None,
         ]
     refused = extension_check_diagnostics(value, source=source, text=text)
     if refused:
-        return None, refused
+        # Read the rest as the extended schema would, so the document's other problems
+        # are reported too (not only once the behaviour checks are fixed).
+        value = {**value, "$schema": EXTENDED_SCENARIO_SCHEMA_URI}
+        model = SCENARIO_MODELS[EXTENDED_SCENARIO_SCHEMA_URI]
     try:
         document = model.model_validate(value)
     except ValidationError as exc:
-        return None, validation_diagnostics(
-            exc,
-            code="invalid-eval-scenario",
-            source=source,
-            text=text,
-            value=value,
-            next_step=f"fix the value at the position shown; {_SCENARIO_DOCS}",
+        return None, sort_diagnostics(
+            [
+                *refused,
+                *validation_diagnostics(
+                    exc,
+                    code="invalid-eval-scenario",
+                    source=source,
+                    text=text,
+                    value=value,
+                    next_step=f"fix the value at the position shown; {_SCENARIO_DOCS}",
+                ),
+            ]
         )
+    if refused:
+        return None, refused
     scenario = Scenario(document=document, source=source, path=path, origin=origin, text=text)
     return scenario, _pattern_warnings(scenario)
 

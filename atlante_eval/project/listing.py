@@ -1,0 +1,108 @@
+"""Every scenario document a project declares, valid or not: what ``list`` shows.
+
+:func:`load_suite` refuses a project as soon as one document is invalid, which is
+right before a run; ``list`` instead shows the scenarios that *are* valid next to
+the problems of the others. :func:`discover_all` runs the gates of
+:func:`load_suite` but the native outputs' (local and pack scenarios, unique and
+well-formed names, ``eval.include``, pack hosts) and returns both, raising only
+when the project itself cannot be read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..diagnostics import Diagnostic, error, sort_diagnostics, warning
+from .config import Project, load_project
+from .discovery import discover_scenarios
+from .packs import discover_pack_suites, include_diagnostics, is_included
+from .preflight import name_diagnostics
+from .scenarios import Origin, Scenario
+from .suite import _duplicates as duplicate_diagnostics  # one rule for both
+from .validation import location_of
+
+__all__ = ["Listing", "discover_all"]
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A project's discovered scenarios and every problem met finding them."""
+
+    project: Project
+    scenarios: tuple[Scenario, ...]
+    """The valid scenarios, sorted by name then source (a name declared twice is left out)."""
+    diagnostics: tuple[Diagnostic, ...]
+    """Errors, then warnings, each in document order."""
+
+    @property
+    def ok(self) -> bool:
+        """No error was found."""
+        return not any(d.severity == "error" for d in self.diagnostics)
+
+    def included(self, scenario: Scenario) -> bool:
+        """Whether ``eval.include`` lets ``scenario`` run."""
+        return is_included(scenario, self.project.eval.include)
+
+
+def discover_all(path: Path | str | None = None) -> Listing:
+    """Discover the project's scenarios, keeping the valid ones and every problem.
+
+    Raises:
+        DiagnosticError: the project's configuration cannot be loaded (exit 2).
+    """
+    project = load_project(path)
+    config = project.eval
+    problems: list[Diagnostic] = []
+    local: tuple[Scenario, ...] = ()
+    if config.scenarios is not None:
+        found = discover_scenarios(
+            project.root,
+            config.scenarios,
+            origin=Origin(kind="project", root=project.root),
+            glob_source=project.source,
+            glob_location=location_of(project.text, "/eval/scenarios"),
+        )
+        local = found.scenarios
+        problems.extend(found.diagnostics)
+    suites = discover_pack_suites(project)
+    problems.extend(suites.diagnostics)
+    discovered = sorted((*local, *suites.scenarios), key=lambda s: (s.name, s.source))
+    duplicates = duplicate_diagnostics(discovered)
+    problems.extend(duplicates)
+    problems.extend(name_diagnostics(discovered))
+    problems.extend(include_diagnostics(project, suites))
+    twice = {d.source for d in duplicates}
+    kept = tuple(s for s in discovered if s.source not in twice)
+    problems.extend(_inclusion_diagnostics(project, kept))
+    errors_first = sorted(sort_diagnostics(problems), key=lambda d: d.severity != "error")
+    return Listing(project, kept, tuple(errors_first))
+
+
+def _inclusion_diagnostics(project: Project, scenarios: tuple[Scenario, ...]) -> list[Diagnostic]:
+    """A pack scenario ``eval.include`` leaves out (a warning), or one for another host."""
+    config = project.eval
+    found: list[Diagnostic] = []
+    for scenario in scenarios:
+        if not is_included(scenario, config.include):
+            found.append(
+                warning(
+                    "pack-scenario-not-included",
+                    f'pack scenario "{scenario.name}" from {scenario.origin.label} is not run: '
+                    "its pack is not in eval.include",
+                    source=scenario.source,
+                    next=f'add "{scenario.origin.package_name}" to eval.include to run it',
+                )
+            )
+        elif scenario.declared_host is not None and scenario.declared_host != config.host:
+            found.append(
+                error(
+                    "eval-pack-host-incompatible",
+                    f'pack scenario "{scenario.name}" from {scenario.origin.label} declares '
+                    f'host "{scenario.declared_host}", but the project runs "{config.host}"',
+                    source=scenario.source,
+                    expected=f'a suite for "{config.host}" or a host-neutral suite',
+                    next="remove the pack from eval.include, or switch eval.host",
+                )
+            )
+    return found
