@@ -10,12 +10,13 @@ import json
 from pathlib import Path
 
 from clikit import report_dirs
-from factory import make_project, scenario
+from factory import EXTENDED_SCENARIO_URI, make_project, scenario
 from standin import actions
 from test_newcomer import console, standin_run
 
 WRITES = actions({"write": "out.txt", "content": "x"})
 OUT_CHECK = [{"type": "file-exists", "path": "out.txt"}]
+EXTENDED = {"$schema": EXTENDED_SCENARIO_URI}
 
 
 def _passing(tmp_path: Path) -> Path:
@@ -106,3 +107,51 @@ def test_list_json_prints_the_valid_scenarios_and_the_diagnostics(tmp_path: Path
     valid = console("list", str(make_project(tmp_path / "q")), "--json")
     assert valid.returncode == 0
     assert [row["name"] for row in json.loads(valid.stdout)] == ["basic"]
+
+
+def _skill_call(status: str, **state: object) -> dict[str, object]:
+    """An OpenCode ``tool_use`` event: the ``skill`` tool loading python-tests, ended ``status``."""
+    return {
+        "event": {
+            "type": "tool_use",
+            "part": {
+                "type": "tool",
+                "tool": "skill",
+                "callID": f"call-skill-{status}",
+                "state": {"status": status, "input": {"name": "python-tests"}, **state},
+            },
+        }
+    }
+
+
+def test_opencode_skill_used_does_not_count_a_failed_skill_load(tmp_path: Path) -> None:
+    """skill-used on OpenCode: an errored skill call (no ripgrep) fails the check and says why."""
+    checks = [{"type": "skill-used", "skill": "python-tests"}]
+    failed = _skill_call("error", error="ripgrep execution failed")
+    loaded = _skill_call("completed", output="<skill_content>")
+    root = make_project(
+        tmp_path / "p",
+        scenarios=[
+            scenario("skill-failed", prompt=actions(failed), checks=checks, **EXTENDED),
+            scenario("skill-loaded", prompt=actions(loaded), checks=checks, **EXTENDED),
+        ],
+        eval_extra={"budget": {"trials": 1}},
+    )
+    status, _out, err = standin_run(tmp_path, str(root), name="skills")
+    assert status == 1, err
+    [run_dir] = report_dirs(root)
+    report = json.loads((run_dir / "report.json").read_text())
+    verdicts = {
+        name: [c["verdict"] for c in result["trials"][0]["checks"]]
+        for name, result in report["scenarios"].items()
+    }
+    assert verdicts == {"skill-failed": ["fail"], "skill-loaded": ["pass"]}
+    [check] = report["scenarios"]["skill-failed"]["trials"][0]["checks"]
+    assert check["evidence"]["count"] == 0
+    assert [f["error"] for f in check["evidence"]["failedLoads"]] == ["ripgrep execution failed"]
+    shown = console("show", str(run_dir), "skill-failed:0")
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        "cause: check 0 skill-used: skill python-tests: 0 found, expected at least 1; "
+        "failed load: ripgrep execution failed\n"
+    ) in shown.stdout

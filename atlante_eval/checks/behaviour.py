@@ -237,7 +237,22 @@ def skill_used(check: SkillUsedCheck, entries: Sequence[TranscriptEntry]) -> Out
         minimum=check.min,
         maximum=check.max,
     )
+    failed = _failed_loads(entries, check.skill)
+    if failed:
+        evidence["failedLoads"] = failed
     return verdict, {"skill": check.skill, **evidence}
+
+
+def _failed_loads(entries: Sequence[TranscriptEntry], skill: str) -> list[dict[str, Any]]:
+    """The skill calls naming ``skill`` that errored: attempts, never counted as uses."""
+    return [
+        {"t": e.t, "error": (e.error or "")[:_PREVIEW_CHARS]}
+        for e in entries
+        if isinstance(e, ToolCallEntry)
+        and e.tool_kind == "skill"
+        and e.status in ("error", "denied")
+        and skill in (e.input.get("name"), e.input.get("skill"))
+    ][:EVIDENCE_ENTRIES]
 
 
 def subagent_used(check: SubagentUsedCheck, entries: Sequence[TranscriptEntry]) -> Outcome:
@@ -417,8 +432,10 @@ def _counted(target: str, evidence: Evidence) -> str:
 
 
 def skill_line(evidence: Evidence) -> str:
-    """``skill release: 0 found, expected at least 1``."""
-    return _counted(f"skill {evidence.get('skill')}", evidence)
+    """``skill release: 0 found, expected at least 1[; failed load: <error>]``."""
+    line = _counted(f"skill {evidence.get('skill')}", evidence)
+    failed = evidence.get("failedLoads") or []
+    return f"{line}; failed load: {failed[0].get('error')}" if failed else line
 
 
 def subagent_line(evidence: Evidence) -> str:

@@ -139,7 +139,9 @@ class OpenCodeNormalizer:
         arguments = as_dict(state.get("input"))
         kind = tool_kind(name, OPENCODE_TOOL_KINDS)
         entries: list[TranscriptEntry] = []
-        if kind == "skill":
+        status, error = _status(state)
+        if kind == "skill" and status not in ("error", "denied"):
+            # A skill call that errored (``ripgrep execution failed``) loaded nothing: not a use.
             skill = as_name(arguments.get("name")) or as_name(arguments.get("skill")) or "unknown"
             entries.append(SkillEntry(t=t, ts=ts, name=skill, parent=parent))
         elif kind == "subagent":
@@ -152,13 +154,6 @@ class OpenCodeNormalizer:
             if child is not None:
                 self._children.put(child, call)
             entries.append(SubagentEntry(t=t, ts=ts, name=agent, call_id=call, parent=parent))
-        raw_status = state.get("status")
-        status: ToolStatus = "ok"
-        error = result_text(state.get("error")) if state.get("error") is not None else None
-        if raw_status == "error" or error is not None:
-            status = "denied" if is_denied(error) else "error"
-        elif raw_status in ("pending", "running"):
-            status = "pending"
         timing = as_dict(state.get("time"))
         start, end = as_int(timing.get("start")), as_int(timing.get("end"))
         output = state.get("output")
@@ -196,3 +191,14 @@ class OpenCodeNormalizer:
                 cost_usd=usage.cost,
             )
         ]
+
+
+def _status(state: Mapping[str, Any]) -> tuple[ToolStatus, str | None]:
+    """Return a tool part's host-neutral status and its error text."""
+    raw_status = state.get("status")
+    error = result_text(state.get("error")) if state.get("error") is not None else None
+    if raw_status == "error" or error is not None:
+        return ("denied" if is_denied(error) else "error"), error
+    if raw_status in ("pending", "running"):
+        return "pending", error
+    return "ok", error
