@@ -99,7 +99,7 @@ if os.environ.get("ATLANTE_TEST_DEFAULT_SIGHUP"):
 
     from atlante_eval.cli import run as run_command
 
-    run_command.INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # type: ignore[misc]
+    run_command.INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _write_peak_rss(path: str) -> None:

@@ -441,7 +441,7 @@ def _breach_lines(report: RunReport) -> list[str]:
 
 #: The signals that interrupt a run gracefully: Ctrl-C, ``kill``, and the terminal
 #: closing (SIGHUP, whose default would end the engine at once and leave the hosts).
-INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+INTERRUPT_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
