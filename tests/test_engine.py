@@ -823,9 +823,13 @@ async def test_interrupt_publishes_a_partial_report(tmp_path: Path) -> None:
         "a-fast": ["pass", "pass"],
         "b-slow": ["infra-error", "infra-error"],
     }
-    assert {t.error for t in trials(report, "b-slow")} == {
-        "the run was interrupted before this trial finished"
-    }
+    # jobs=1: b-slow's trial 1 never started, so it enters no statistic.
+    assert [(t.error, t.not_started) for t in trials(report, "b-slow")] == [
+        ("the run was interrupted before this trial finished", None),
+        ("the run was interrupted before this trial started", True),
+    ]
+    assert report.scenarios["b-slow"].stats is not None
+    assert report.scenarios["b-slow"].stats.executed == 1
     assert json.loads(failure.report_path.read_text())["meta"]["interrupted"] is True
     assert _standin_pids() == []
     assert not any(p.exists() for p in host.prepared)

@@ -7,9 +7,10 @@ Commands that need no host run the installed ``atlante-eval`` console script;
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
-from clikit import report_dirs
+from clikit import cleaned_up, report_dirs, start_cli, wait_for
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario
 from standin import actions
 from test_newcomer import console, standin_run
@@ -155,3 +156,52 @@ def test_opencode_skill_used_does_not_count_a_failed_skill_load(tmp_path: Path) 
         "cause: check 0 skill-used: skill python-tests: 0 found, expected at least 1; "
         "failed load: ripgrep execution failed\n"
     ) in shown.stdout
+
+
+def test_never_started_trials_of_an_interrupted_run_enter_no_pass_rate(tmp_path: Path) -> None:
+    """SIGINT during trial 1 of 3: trial 2 never started, so it counts nowhere; partial is said."""
+    started = tmp_path / "trial-1-started"
+    hold = f'[ "$ATLANTE_STANDIN_TRIAL" = 0 ] || {{ touch {started}; sleep 120; }}'
+    root = make_project(
+        tmp_path / "p",
+        scenarios=[
+            scenario(
+                "partly",
+                prompt=actions({"run": ["sh", "-c", hold]}, {"write": "out.txt", "content": "x"}),
+                checks=OUT_CHECK,
+            )
+        ],
+        eval_extra={"budget": {"trials": 3, "timeoutMs": 600_000}},
+    )
+    with cleaned_up(start_cli(["run", str(root), "--jobs", "1"], tmp_path)) as cli:
+        wait_for(started.exists)
+        cli.signal(signal.SIGINT)
+        status = cli.wait(timeout_s=60)
+    assert status == 3, cli.stderr
+    [run_dir] = report_dirs(root)
+    report = json.loads((run_dir / "report.json").read_text())
+    result = report["scenarios"]["partly"]
+    assert [(t["verdict"], t.get("notStarted")) for t in result["trials"]] == [
+        ("pass", None),
+        ("infra-error", None),
+        ("infra-error", True),
+    ]
+    assert result["trials"][2]["error"] == "the run was interrupted before this trial started"
+    assert result["passRate"] == 0.5  # pass / the two that ran; 1/3 before
+    assert (result["stats"]["executed"], result["stats"]["graded"]) == (2, 1)
+    assert result["stats"]["passRateGraded"] == 1.0
+    summary = cli.stdout.splitlines()
+    assert (
+        "partial report: the run was interrupted; 1 trial never started and counts in no pass rate"
+    ) in summary, cli.stdout
+    at = next(i for i, line in enumerate(summary) if line.startswith("partly: pass 50% · "))
+    assert summary[at + 1 : at + 3] == [
+        "  infra-error 1/2: the run was interrupted before this trial finished",
+        "  not started 1/3: the run was interrupted first",
+    ]
+    shown = console("show", str(run_dir))
+    assert "interrupted (partial report)" in shown.stdout, shown.stdout
+    page = tmp_path / "history.html"
+    made = console("html", "--history", str(root / ".atlante" / "eval"), "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    assert page.read_text().count('data-mark="partial"') == 2  # the run's row and its cell

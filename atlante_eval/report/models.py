@@ -259,6 +259,8 @@ class TrialResult(OutputModel):
     """Earlier infra-error attempts, with ``--retry-infra`` (additive)."""
     reused: bool | None = None
     """Reused from an earlier run with ``--resume`` (additive)."""
+    not_started: Literal[True] | None = None
+    """The run was interrupted before this trial started: it counts in no statistic (additive)."""
     timeout_ms: int | None = None
     """The session timeout the trial hit, on a ``timeout`` verdict (additive)."""
     transcript: str | None = None

@@ -77,11 +77,13 @@ def statistics_of(result: ScenarioResult) -> ScenarioStatistics:
 
 
 def _statistics(trials: Sequence[TrialResult]) -> ScenarioStats:
+    """The statistics of the trials that ran: one an interruption kept from starting is none."""
+    ran = [t for t in trials if not t.not_started]
     return scenario_statistics(
-        [t.verdict for t in trials],
-        durations=[t.duration_ms for t in trials],
-        tokens=[t.tokens for t in trials],
-        costs=[t.cost for t in trials],
+        [t.verdict for t in ran],
+        durations=[t.duration_ms for t in ran],
+        tokens=[t.tokens for t in ran],
+        costs=[t.cost for t in ran],
     )
 
 

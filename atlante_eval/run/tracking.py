@@ -4,7 +4,8 @@
 result (and journals it for ``--resume``), and turns trial events into scenario
 events for the progress callback. :func:`scenario_results` assembles the
 report's scenarios from it, a trial that never finished counting as an
-infra-error with whatever activity its transcript recorded.
+infra-error with whatever activity its transcript recorded, and one that never
+started marked ``notStarted`` (it enters no pass rate).
 """
 
 from __future__ import annotations
@@ -51,12 +52,15 @@ class RunProgress:
     done: dict[str, int] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     results: dict[int, TrialResult] = field(default_factory=dict)
+    begun: set[tuple[str, int]] = field(default_factory=set)
+    """The trials that started (scenario, index): an unfinished one outside it never ran."""
 
     def expected(self, name: str) -> int:
         return sum(1 for p in self.positions if self.plan.trials[p].scenario.name == name)
 
     async def emit(self, event: ProgressEvent) -> None:
         if isinstance(event, TrialStarted):
+            self.begun.add((event.scenario, event.trial))
             await self._scenario_started(event.scenario)
         await call_sink(self.sink, event)
 
@@ -109,21 +113,7 @@ def scenario_results(
         planned = plan.trials[position]
         result = progress.results.get(position)
         if result is None:
-            recorded = (
-                recorded_activity(run_files, planned.scenario.name, planned.index)
-                if run_files is not None
-                else None
-            )
-            result = TrialResult(
-                i=planned.index,
-                verdict="infra-error",
-                duration_ms=0,
-                error="the run was interrupted before this trial finished"
-                if interrupted
-                else "the run stopped before this trial finished",
-                transcript=recorded[0] if recorded else None,
-                activity=recorded[1] if recorded else None,
-            )
+            result = _unfinished(planned, progress, interrupted=interrupted, run_files=run_files)
         by_name.setdefault(planned.scenario.name, []).append(result)
     return {
         scenario.name: scenario_result(
@@ -135,3 +125,22 @@ def scenario_results(
         for scenario in plan.scenarios
         if scenario.name in by_name
     }
+
+
+def _unfinished(
+    planned: PlannedTrial, progress: RunProgress, *, interrupted: bool, run_files: RunFiles | None
+) -> TrialResult:
+    """The infra-error of a trial the run stopped before it finished (or started)."""
+    name = planned.scenario.name
+    recorded = recorded_activity(run_files, name, planned.index) if run_files is not None else None
+    stopped = "interrupted" if interrupted else "stopped"
+    begun = (name, planned.index) in progress.begun or recorded is not None
+    return TrialResult(
+        i=planned.index,
+        verdict="infra-error",
+        duration_ms=0,
+        error=f"the run was {stopped} before this trial {'finished' if begun else 'started'}",
+        transcript=recorded[0] if recorded else None,
+        activity=recorded[1] if recorded else None,
+        not_started=None if begun else True,
+    )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+from collections import Counter
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -44,7 +45,7 @@ from ..report import (
     TrialResult,
     TrialStarted,
 )
-from .causes import check_failures, no_graded_note, trial_cause, verdict_counts
+from .causes import check_failures, no_graded_note, trial_cause
 from .run_setup import setup_line
 from .status import RunStatus
 
@@ -296,15 +297,29 @@ class ProgressPrinter:
 def _verdict_lines(result: ScenarioResult, config: MetaConfig | None) -> list[str]:
     """``  check 2 file-contains failed 2/3`` and ``  timeout 1/3: timeout after ...``."""
     lines = [f"  {failure.describe()}" for failure in check_failures(result)]
-    counts = verdict_counts(result)
-    total = len(result.trials)
+    ran = [t for t in result.trials if not t.not_started]
+    counts = Counter(t.verdict for t in ran)
     for verdict in ("timeout", "budget-exceeded", "infra-error", "skipped-budget"):
         if not counts[verdict]:
             continue
-        first = next(t for t in result.trials if t.verdict == verdict)
+        first = next(t for t in ran if t.verdict == verdict)
         cause = trial_cause(first, config)
-        lines.append(f"  {verdict} {counts[verdict]}/{total}: {cause}")
+        lines.append(f"  {verdict} {counts[verdict]}/{len(ran)}: {cause}")
+    left = len(result.trials) - len(ran)
+    if left:
+        lines.append(f"  not started {left}/{len(result.trials)}: the run was interrupted first")
     return lines
+
+
+def partial_note(report: RunReport) -> list[str]:
+    """``the run was interrupted; 2 trials never started and count in no pass rate`` (or none)."""
+    if not report.meta.interrupted:
+        return []
+    left = sum(1 for t in report.all_trials() if t.not_started)
+    if not left:
+        return ["the run was interrupted; unfinished trials are infra-errors"]
+    trials = "trial never started and counts" if left == 1 else "trials never started and count"
+    return [f"the run was interrupted; {left} {trials} in no pass rate"]
 
 
 def scenario_line(name: str, result: ScenarioResult) -> str:
@@ -375,6 +390,7 @@ def render_summary(
     unmonitored = unmonitored_warning(report)
     if unmonitored is not None:
         lines.append(f"{paint(_YELLOW, 'warning:')} {unmonitored}")
+    lines.extend(f"{paint(_YELLOW, 'partial report:')} {note}" for note in partial_note(report))
     for name, result in report.scenarios.items():
         lines.append("")
         lines.append(scenario_line(name, result))

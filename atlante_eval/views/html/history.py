@@ -6,6 +6,7 @@ symbolic links and within bounds, and leaves out selftest reports. :func:`histor
 lines the runs up by start time: per scenario its pass rate with the Wilson
 interval over time, its stability class per run, and the runs where it regressed
 as ``compare`` judges each run against the one before; per run its tokens and cost.
+A partial run (interrupted, or one shard) is marked so, its row and its judgements.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ class HistoryRun:
     cost: float
     trials: int
     regressions: list[str]
+    partial: bool = False
+    """The run was interrupted or is one shard: a partial report."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,8 @@ class HistoryCell:
     stability: str | None = None
     regressed: bool = False
     improved: bool = False
+    partial: bool = False
+    """The run is partial: its judgement rests on the trials that finished."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +148,10 @@ class HistoryPage:
     directory: str
     runs: list[HistoryRun]
     scenarios: list[HistoryScenario]
+
+
+def _partial(report: RunReport) -> bool:
+    return bool(report.meta.interrupted) or report.meta.shard is not None
 
 
 def history_page(directory: Path, reports: list[LoadedReport]) -> HistoryPage:
@@ -167,6 +176,7 @@ def history_page(directory: Path, reports: list[LoadedReport]) -> HistoryPage:
                 cost=totals.cost if totals else sum(t.cost or 0.0 for t in trials),
                 trials=len(trials),
                 regressions=sorted(n for n, v in judged.items() if v == "regressed"),
+                partial=_partial(report),
             )
         )
     names = sorted({name for loaded in reports for name in loaded.report.scenarios})
@@ -189,6 +199,7 @@ def history_page(directory: Path, reports: list[LoadedReport]) -> HistoryPage:
                 stability=stats.stability,
                 regressed=judged.get(name) == "regressed",
                 improved=judged.get(name) == "improved",
+                partial=_partial(loaded.report),
             )
             cells.append(cell)
             points.append(
