@@ -205,3 +205,28 @@ def test_never_started_trials_of_an_interrupted_run_enter_no_pass_rate(tmp_path:
     made = console("html", "--history", str(root / ".atlante" / "eval"), "-o", str(page))
     assert made.returncode == 0, made.stderr
     assert page.read_text().count('data-mark="partial"') == 2  # the run's row and its cell
+
+
+def test_show_takes_a_project_and_a_bare_scenario_name(tmp_path: Path) -> None:
+    """show . is the project's newest run; show SCENARIO[:I] that scenario there; else exit 2."""
+    root = _passing(tmp_path)
+    for name in ("older", "newer"):
+        status, _out, err = standin_run(tmp_path, str(root), name=name)
+        assert status == 0, err
+    newest = report_dirs(root)[-1]
+    by_dir = console("show", str(newest))
+    assert by_dir.returncode == 0, by_dir.stderr
+    for args, cwd in [(("show", "."), root), (("show", str(root)), tmp_path)]:
+        shown = console(*args, cwd=cwd)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout == by_dir.stdout
+    trial = console("show", "second:0", cwd=root)
+    assert trial.returncode == 0, trial.stderr
+    assert trial.stdout == console("show", str(newest), "second:0").stdout
+    assert trial.stdout.startswith(f"trial second:0 · run {newest.name}: pass")
+    listing = console("show", "first", cwd=root)
+    assert listing.returncode == 0, listing.stderr
+    assert listing.stdout == console("show", str(newest), "first").stdout
+    neither = console("show", "no-such-thing", cwd=root)
+    assert neither.returncode == 2
+    assert neither.stderr.startswith("error [report-unreadable]: no run no-such-thing under ")

@@ -28,8 +28,9 @@ def show(
         str | None,
         typer.Argument(
             metavar="RUN",
-            help="A run directory, its report.json, or a run id (default: the newest run "
-            "of the project, selftests skipped).",
+            help="A run directory, its report.json, a run id, or a project directory (its "
+            "newest run; default: the current project's, selftests skipped). A lone "
+            "SCENARIO[:I] shows that scenario of the newest run.",
             show_default=False,
         ),
     ] = None,
@@ -79,21 +80,21 @@ def show(
 
     def action() -> int:
         from ..report import load_report
-        from ..views.show import locate_run, run_view, scenario_view, select, trial_view
+        from ..views.show import resolve, run_view, scenario_view, select, trial_view
         from ..views.show_render import make_console, render_run, render_scenario, render_trial
 
         if diff or diff_target is not None:
             return _diff(
                 run, target, diff_target, diff=diff, project=project, out=out, as_json=as_json
             )
-        path = locate_run(run, project=project, out=out)
+        path, chosen = resolve(run, target, project=project, out=out)
         report = load_report(path)
         console = make_console(sys.stdout, color=use_color(sys.stdout))
-        if target is None:
+        if chosen is None:
             overview = run_view(report, path)
             _emit(overview) if as_json else render_run(overview, console)
             return 0
-        name, index = select(report, target)
+        name, index = select(report, chosen)
         if index is None:
             listing = scenario_view(report, name)
             _emit(listing) if as_json else render_scenario(listing, console)

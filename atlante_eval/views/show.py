@@ -41,6 +41,7 @@ __all__ = [
     "TrialRow",
     "TrialView",
     "locate_run",
+    "resolve",
     "run_view",
     "scenario_view",
     "select",
@@ -231,6 +232,61 @@ def locate_run(
         str(base),
         "run `atlante-eval run` first, or pass a run directory or report.json",
     )
+
+
+def _is_project(path: Path) -> bool:
+    """A directory holding a project's configuration (and no report of its own)."""
+    if not path.is_dir() or (path / REPORT_FILE).exists():
+        return False
+    from ..project import find_config
+
+    try:
+        find_config(path)
+    except DiagnosticError:
+        return False
+    return True
+
+
+def resolve(
+    run: str | None,
+    target: str | None,
+    *,
+    project: Path | None = None,
+    out: Path | None = None,
+) -> tuple[Path, str | None]:
+    """The report file and the ``SCENARIO[:I]`` that ``show RUN [SCENARIO[:I]]`` names.
+
+    Beyond :func:`locate_run`: ``RUN`` may be a project directory (its newest
+    run: ``show .``), and a lone ``SCENARIO[:I]`` that names no run but a
+    scenario of the newest run shows that scenario there (``show fix-login:0``).
+
+    Raises:
+        DiagnosticError: as :func:`locate_run` (for a lone word naming neither, the
+            run that was not found).
+    """
+    if run is not None and _is_project(Path(run)):
+        return locate_run(None, project=Path(run), out=out), target
+    try:
+        return locate_run(run, project=project, out=out), target
+    except DiagnosticError as missing:
+        if run is None or target is not None:
+            raise
+        newest = _newest_with_scenario(run, project=project, out=out)
+        if newest is None:
+            raise missing from None
+        return newest, run
+
+
+def _newest_with_scenario(text: str, *, project: Path | None, out: Path | None) -> Path | None:
+    """The newest run's report when it has the scenario ``text`` (``SCENARIO[:I]``) names."""
+    head, _, tail = text.rpartition(":")
+    name = head if head and tail.isascii() and tail.isdigit() else text
+    try:
+        newest = locate_run(None, project=project, out=out)
+        report = load_report(newest)
+    except DiagnosticError:
+        return None
+    return newest if name in report.scenarios else None
 
 
 def select(report: RunReport, target: str) -> tuple[str, int | None]:
