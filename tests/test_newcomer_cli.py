@@ -7,6 +7,7 @@ Commands that need no host run the installed ``atlante-eval`` console script;
 from __future__ import annotations
 
 import json
+import re
 import signal
 from pathlib import Path
 
@@ -230,3 +231,43 @@ def test_show_takes_a_project_and_a_bare_scenario_name(tmp_path: Path) -> None:
     neither = console("show", "no-such-thing", cwd=root)
     assert neither.returncode == 2
     assert neither.stderr.startswith("error [report-unreadable]: no run no-such-thing under ")
+
+
+def test_retry_infra_labels_each_attempt_and_show_lists_them(tmp_path: Path) -> None:
+    """--retry-infra 2: the retry says `attempt 2/3` and why; show RUN S:I lists the attempts."""
+    once = tmp_path / "failed-once"
+    # The first session kills its own host (an infra-error); the retry writes out.txt.
+    flaky = f'[ -e {once} ] || {{ touch {once}; kill -9 "$PPID"; }}'
+    root = make_project(
+        tmp_path / "p",
+        scenarios=[
+            scenario(
+                "flaky",
+                prompt=actions({"run": ["sh", "-c", flaky]}, {"write": "out.txt", "content": "x"}),
+                checks=OUT_CHECK,
+            )
+        ],
+        eval_extra={"budget": {"trials": 1}},
+    )
+    args = ("--retry-infra", "2", "--jobs", "1")
+    status, _out, err = standin_run(tmp_path, str(root), *args, name="retry")
+    assert status == 0, err
+    progress = [line for line in err.splitlines() if line.startswith("trial 0")]
+    assert progress == [
+        "trial 0 running...",
+        "trial 0 running... (attempt 2/3, after infra-error: standin run exited SIGKILL: "
+        "no stderr output)",
+        f"trial 0: pass ({progress[-1].split('(')[1]}",
+    ], err
+    [run_dir] = report_dirs(root)
+    shown = console("show", str(run_dir), "flaky:0")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    at = lines.index("attempts 2 (--retry-infra retried infra-errors):")
+    assert re.fullmatch(
+        r"  attempt 1: infra-error \(\d+ms\): standin run exited SIGKILL: no stderr output",
+        lines[at + 1],
+    ), shown.stdout
+    assert lines[at + 2] == "  attempt 2: pass (this result)"
+    as_json = json.loads(console("show", str(run_dir), "flaky:0", "--json").stdout)
+    assert [a["verdict"] for a in as_json["earlierAttempts"]] == ["infra-error"]

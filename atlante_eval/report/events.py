@@ -52,10 +52,21 @@ class ScenarioStarted:
 
 @dataclass(frozen=True, slots=True)
 class TrialStarted:
-    """A trial's sandbox is being assembled."""
+    """A trial's sandbox is being assembled (again, for a ``--retry-infra`` retry)."""
 
     scenario: str
     trial: int
+    attempt: int = 1
+    """Which attempt this is (1 = the first; ``--retry-infra`` retries an infra-error)."""
+    attempts: int = 1
+    """Most attempts the trial may take (1 + ``--retry-infra``)."""
+    previous: str | None = None
+    """On a retry: why the attempt before ended ``infra-error`` (its error, untrusted)."""
+
+    @property
+    def retry(self) -> bool:
+        """This start is a retry of an infra-error."""
+        return self.attempt > 1
 
 
 @dataclass(frozen=True, slots=True)

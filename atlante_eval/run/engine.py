@@ -321,7 +321,14 @@ class Engine:
     ) -> TrialResult:
         earlier: list[TrialResult] = []
         while True:
-            result = await self._trial(planned, ledger, ticket, settle=not earlier)
+            start = TrialStarted(
+                planned.scenario.name,
+                planned.index,
+                attempt=len(earlier) + 1,
+                attempts=self.options.retry_infra + 1,
+                previous=earlier[-1].error if earlier else None,
+            )
+            result = await self._trial(planned, ledger, ticket, settle=not earlier, start=start)
             if result.verdict != "infra-error" or len(earlier) >= self.options.retry_infra:
                 break
             earlier.append(result)
@@ -337,10 +344,16 @@ class Engine:
         return result.model_copy(update={"attempts": attempts})
 
     async def _trial(
-        self, planned: PlannedTrial, ledger: _SessionLedger, ticket: _Ticket, *, settle: bool
+        self,
+        planned: PlannedTrial,
+        ledger: _SessionLedger,
+        ticket: _Ticket,
+        *,
+        settle: bool,
+        start: TrialStarted,
     ) -> TrialResult:
         scenario = planned.scenario
-        await self.emit(TrialStarted(scenario.name, planned.index))
+        await self.emit(start)
         log.info("trial.start", scenario=scenario.name, trial=planned.index)
         started = time.monotonic()
         started_at = utc_timestamp()

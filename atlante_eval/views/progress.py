@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # rich is imported only when a live status line or its text i
     from rich.text import Text
 
 from .._util.logs import get_logger
-from .._util.terminal import printable, use_color
+from .._util.terminal import first_line, printable, shorten, use_color
 from ..report import (
     DiagnosticNotice,
     MetaConfig,
@@ -255,7 +255,7 @@ class ProgressPrinter:
         elif isinstance(event, TrialStarted):
             self.run_status.start(event.scenario, event.trial)
             self._line(
-                f"{prefix}trial {event.trial} running...",
+                f"{prefix}trial {event.trial} running...{attempt_note(event)}",
                 scenario=event.scenario,
                 trial=event.trial,
             )
@@ -309,6 +309,14 @@ def _verdict_lines(result: ScenarioResult, config: MetaConfig | None) -> list[st
     if left:
         lines.append(f"  not started {left}/{len(result.trials)}: the run was interrupted first")
     return lines
+
+
+def attempt_note(event: TrialStarted) -> str:
+    """`` (attempt 2/3, after infra-error: <why>)`` on a ``--retry-infra`` retry, else ``""``."""
+    if not event.retry:
+        return ""
+    why = printable(first_line(event.previous or "")) or "no error recorded"
+    return f" (attempt {event.attempt}/{event.attempts}, after infra-error: {shorten(why, 120)})"
 
 
 def partial_note(report: RunReport) -> list[str]:

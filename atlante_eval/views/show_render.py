@@ -366,6 +366,20 @@ def _prompt_lines(view: TrialView) -> list[Text]:
     return [Text("prompt:"), *(Text(f"  {printable(row)}") for row in rows)]
 
 
+def _attempt_lines(view: TrialView) -> list[str]:
+    """``attempts 3 (--retry-infra ...)``, each earlier attempt, then this one; none if one."""
+    if not view.attempts:
+        return []
+    lines = [f"attempts {view.attempts + 1} (--retry-infra retried infra-errors):"]
+    for earlier in view.earlier_attempts:
+        lines.append(
+            f"  attempt {earlier.attempt}: {earlier.verdict} "
+            f"({format_duration(earlier.duration_ms)}): {earlier.error or 'no error recorded'}"
+        )
+    lines.append(f"  attempt {view.attempts + 1}: {view.verdict} (this result)")
+    return lines
+
+
 def render_trial(view: TrialView, console: Console) -> None:
     """Print one trial: verdict and cause, checks with evidence, diff, transcript timeline."""
     title = Text(f"trial {printable(view.scenario)}:{view.i} · run {printable(view.run_id)}: ")
@@ -377,8 +391,8 @@ def render_trial(view: TrialView, console: Console) -> None:
         console.print(Text(f"cause: {view.cause}"))
     if view.model:
         console.print(Text(f"model {printable(view.model)}"))
-    if view.attempts:
-        console.print(Text(f"earlier infra-error attempts {view.attempts}"))
+    for row in _attempt_lines(view):
+        console.print(Text(row))
     if view.reused:
         console.print(Text("reused from an earlier run"))
     for line in [*_prompt_lines(view), *_gateway_lines(view)]:

@@ -20,15 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
+from .._util.terminal import first_line, printable
 from ..report import (
     CheckResult,
     MetaConfig,
     OutputModel,
     RunFiles,
     TamperEvidence,
-    TrialAttempt,
     TrialResult,
     TrialUsage,
 )
@@ -39,6 +37,7 @@ from .output import output_log
 
 __all__ = [
     "KNOWN_KINDS",
+    "AttemptView",
     "CheckView",
     "TimelineEntry",
     "TranscriptCaps",
@@ -97,6 +96,19 @@ class CheckView(OutputModel):
     """The file holding a command check's whole output (``check-N.log``), when kept."""
 
 
+class AttemptView(OutputModel):
+    """An earlier attempt of a trial that ended ``infra-error`` and was retried."""
+
+    attempt: int
+    """Its number (1 = the first)."""
+    verdict: str
+    """Its verdict (``infra-error``)."""
+    duration_ms: int
+    """How long it took."""
+    error: str | None
+    """Why it failed (one escaped line)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TimelineEntry:
     """One transcript entry, by the transcript contract's field names.
@@ -151,6 +163,8 @@ class TrialView(OutputModel):
     """The trial's recorded files present (transcript, the host's raw stream), run-relative."""
     attempts: int
     """Earlier infra-error attempts (``--retry-infra``)."""
+    earlier_attempts: list[AttemptView]
+    """Those attempts, oldest first: each one's verdict, duration and error."""
     reused: bool
     """The trial was carried over from an earlier run (``--resume``, ``--last-failed``)."""
     usage: TrialUsage | None = None
@@ -161,8 +175,6 @@ class TrialView(OutputModel):
     """Path of the model-call record, when there is one."""
     calls: list[ModelCall] | None = None
     """The model calls the gateway forwarded (``model-calls.jsonl``), within the view's caps."""
-    earlier_attempts: list[TrialAttempt] = Field(default_factory=list)
-    """Those earlier attempts, in order: verdict, duration and error of each."""
     prompt: str | None = None
     """The prompt the agent received (the scenario result's ``prompt``), when recorded."""
 
@@ -302,11 +314,19 @@ def build_trial_view(
         timeline=list(recorded.timeline),
         files=list(recorded.files),
         attempts=len(trial.attempts or []),
+        earlier_attempts=[
+            AttemptView(
+                attempt=n,
+                verdict=a.verdict,
+                duration_ms=a.duration_ms,
+                error=printable(first_line(a.error or "")) or None,
+            )
+            for n, a in enumerate(trial.attempts or [], start=1)
+        ],
         reused=bool(trial.reused),
         usage=trial.usage,
         tampered=trial.tampered,
         model_calls=recorded.model_calls,
         calls=None if recorded.calls is None else list(recorded.calls),
-        earlier_attempts=list(trial.attempts or []),
         prompt=prompt,
     )
