@@ -99,3 +99,19 @@ def test_main_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "docs/diagnostics.md: link 'nowhere.md' points at a missing file" in captured.err
     assert main([str(ROOT)]) == 0
     assert capsys.readouterr().out.startswith("docs_check: ok")
+
+
+def test_a_documented_signature_that_drifted_is_reported() -> None:
+    """A python block holding a public function's def must list its parameters and defaults."""
+    from tools.public_api import signature_problems
+
+    stale = "```python\nasync def run_selftest(\n    path: str | None = None,\n) -> X\n```\n"
+    assert signature_problems(stale) == [
+        "docs/python-api.md: the signature of run_selftest differs from the code (its parameters: "
+        "path, scenarios, solutions, jobs, out, keep, on_trial, isolation)"
+    ]
+    text = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    assert signature_problems(text) == []
+    wrong_default = text.replace("    keep: bool = False,\n", "    keep: bool = True,\n", 1)
+    assert wrong_default != text
+    assert len(signature_problems(wrong_default)) == 1

@@ -271,3 +271,22 @@ def test_retry_infra_labels_each_attempt_and_show_lists_them(tmp_path: Path) -> 
     assert lines[at + 2] == "  attempt 2: pass (this result)"
     as_json = json.loads(console("show", str(run_dir), "flaky:0", "--json").stdout)
     assert [a["verdict"] for a in as_json["earlierAttempts"]] == ["infra-error"]
+
+
+def test_schema_help_and_its_error_list_every_kind() -> None:
+    """schema: the help, the error and its hint name every kind, transcript included."""
+    from atlante_eval.choices import SCHEMA_KINDS
+
+    shown = console("schema", "--help")
+    assert shown.returncode == 0
+    help_text = " ".join(shown.stdout.split())
+    assert "file format (scenario, config, report or transcript)" in help_text
+    assert f"One of: {', '.join(SCHEMA_KINDS)}." in help_text
+    wrong = console("schema", "transcripts")
+    assert wrong.returncode == 2
+    assert wrong.stderr.rstrip("\n").splitlines() == [
+        "error [invalid-option]: unknown schema 'transcripts'",
+        "expected: scenario, config, report, transcript",
+        "next: run `atlante-eval schema scenario` (or config, report, transcript)",
+    ]
+    assert console("schema", "transcript").returncode == 0

@@ -7,9 +7,11 @@ Run from the repository root::
 Fails (exit status 1, one line per problem on stderr) when a code of
 :data:`atlante_eval.diagnostics.CODES` is not documented in
 ``docs/diagnostics.md``, when the table of public names in ``docs/python-api.md``
-is out of date (see :mod:`tools.public_api`), or when a relative Markdown link in ``docs/*.md`` or
-``README.md`` points at a file (or a heading anchor in a Markdown file) that does
-not exist.
+is out of date (see :mod:`tools.public_api`), when a command output shown in the
+docs differs from the golden a test produces, or a ``selftest`` table is shown
+without one (see :mod:`tools.docs_outputs`), or when a relative Markdown link in
+``docs/*.md`` or ``README.md`` points at a file (or a heading anchor in a
+Markdown file) that does not exist.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from urllib.parse import unquote
 
 from atlante_eval.diagnostics import CODES
 
-from . import public_api
+from . import docs_outputs, public_api
 
 __all__ = ["check_docs", "main"]
 
@@ -109,6 +111,7 @@ def check_docs(root: Path = ROOT, codes: Iterable[str] = CODES) -> list[str]:
             for code in sorted(set(codes) - documented)
         )
     problems.extend(public_api.problems(root))
+    problems.extend(docs_outputs.output_problems(root))
     documents = [*sorted((root / "docs").glob("*.md")), root / "README.md"]
     for document in documents:
         if document.is_file():
@@ -126,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         print(f"docs_check: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    print(f"docs_check: ok ({len(CODES)} diagnostic codes documented, links resolve)")
+    print(
+        f"docs_check: ok ({len(CODES)} diagnostic codes documented, links resolve, "
+        "documented outputs match their goldens)"
+    )
     return 0
 
 

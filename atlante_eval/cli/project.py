@@ -295,7 +295,7 @@ def schema(
         ),
     ] = False,
 ) -> None:
-    """Print the JSON Schema of a file format (scenario, config or report)."""
+    """Print the JSON Schema of a file format (scenario, config, report or transcript)."""
 
     def action() -> int:
         from ..diagnostics import DiagnosticError, error
@@ -308,7 +308,8 @@ def schema(
                         "invalid-option",
                         f"unknown schema {kind!r}",
                         expected=", ".join(SCHEMA_KINDS),
-                        next="run `atlante-eval schema scenario` (or config, report)",
+                        next="run `atlante-eval schema scenario` "
+                        f"(or {', '.join(k for k in SCHEMA_KINDS if k != 'scenario')})",
                     )
                 ]
             )

@@ -7,20 +7,35 @@ top-level ``tests/conftest.py``.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from .hosts import REQUIRE_ENV, HostsUnavailableError, locate_hosts
+from .hosts import REQUIRE_ENV, HostsUnavailableError, locate_hosts, say_on_stderr
 from .mock_model import MockModelServer
 
 
-def require_hosts() -> Path:
-    """Return the real hosts' bin directory, or skip (fail under ``REQUIRE_ENV=1``) the test."""
+def terminal_say(config: pytest.Config) -> Callable[[str], None]:
+    """Print a line on the terminal past pytest's output capture (the install's news)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+
+    def say(line: str) -> None:
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            say_on_stderr(line)
+
+    return say
+
+
+def require_hosts(config: pytest.Config | None = None) -> Path:
+    """Return the real hosts' bin directory, or skip (fail under ``REQUIRE_ENV=1``) the test.
+
+    A first install prints a line before and after it on the terminal (``config``'s).
+    """
     try:
-        return locate_hosts()
+        return locate_hosts(say=terminal_say(config) if config is not None else say_on_stderr)
     except HostsUnavailableError as exc:
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(f"real hosts required ({REQUIRE_ENV}=1) but unavailable: {exc}")
@@ -28,13 +43,13 @@ def require_hosts() -> Path:
 
 
 @pytest.fixture(scope="session")
-def real_hosts() -> Path:
+def real_hosts(pytestconfig: pytest.Config) -> Path:
     """Return the directory holding the real ``claude`` and ``opencode`` executables.
 
     Skips the test when they are unavailable, or fails it when
     ``ATLANTE_EVAL_REQUIRE_REAL_HOSTS=1`` (as CI sets it).
     """
-    return require_hosts()
+    return require_hosts(pytestconfig)
 
 
 @pytest.fixture

@@ -17,7 +17,9 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 CLAUDE_CODE_VERSION = "2.1.332"
@@ -43,6 +45,21 @@ INSTALL_ENV = "ATLANTE_EVAL_HOST_INSTALL"
 
 INSTALL_TIMEOUT = 900.0
 """Seconds allowed for ``npm install`` (measured: 11-20 s, about 740 MB)."""
+
+
+SAY_PREFIX = "atlante-eval tests:"
+"""How the lines the install prints to the terminal begin."""
+
+
+def say_on_stderr(line: str) -> None:
+    """Print one line of the install's news on stderr."""
+    sys.stderr.write(f"{line}\n")
+    sys.stderr.flush()
+
+
+def engine_warnings(log: str) -> list[str]:
+    """npm's warnings that Node is too old for a host (``npm warn EBADENGINE ...``)."""
+    return [line for line in log.splitlines() if "EBADENGINE" in line]
 
 
 class HostsUnavailableError(RuntimeError):
@@ -99,11 +116,19 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def install_hosts(prefix: Path, *, npm: str = "npm", timeout: float = INSTALL_TIMEOUT) -> Path:
+def install_hosts(
+    prefix: Path,
+    *,
+    npm: str = "npm",
+    timeout: float = INSTALL_TIMEOUT,
+    say: Callable[[str], None] = say_on_stderr,
+) -> Path:
     """Install the pinned hosts into ``prefix`` with npm and return their bin directory.
 
     The install goes to a staging folder first and is renamed into place only when it
-    succeeded, so an interrupted install never leaves a half-populated cache.
+    succeeded, so an interrupted install never leaves a half-populated cache. ``say``
+    gets one line before the install and one after it, with npm's warnings that the
+    installed Node is too old in between (the log keeps everything npm printed).
 
     Raises:
         HostsUnavailableError: npm failed, timed out, or installed other versions.
@@ -117,6 +142,12 @@ def install_hosts(prefix: Path, *, npm: str = "npm", timeout: float = INSTALL_TI
         specs = [f"{package}@{version}" for package, version in PACKAGES.values()]
         argv = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", *specs]
         log = staging.parent / f".{prefix.name}.install.log"
+        pinned = " and ".join(f"{exe} {version}" for exe, (_, version) in PACKAGES.items())
+        say(
+            f"{SAY_PREFIX} installing the real hosts ({pinned}, about 740 MB, once) "
+            f"into {prefix} with npm; log: {log}"
+        )
+        began = time.monotonic()
         try:
             with Path(log).open("w") as out:
                 subprocess.run(
@@ -125,22 +156,32 @@ def install_hosts(prefix: Path, *, npm: str = "npm", timeout: float = INSTALL_TI
         except (OSError, subprocess.SubprocessError) as exc:
             shutil.rmtree(staging, ignore_errors=True)
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            say(f"{SAY_PREFIX} installing the real hosts failed: {exc} (log: {log})")
             raise HostsUnavailableError(f"{' '.join(argv)} failed: {exc}\n{tail}") from exc
+        for warning in engine_warnings(log.read_text(errors="replace")):
+            say(warning)
         if not is_current(staging):
             found = installed_versions(staging)
             shutil.rmtree(staging, ignore_errors=True)
             raise HostsUnavailableError(f"npm installed {found}, expected the pinned {PACKAGES}")
         shutil.rmtree(prefix, ignore_errors=True)
         staging.rename(prefix)
+        say(
+            f"{SAY_PREFIX} installed {pinned} in {time.monotonic() - began:.0f} s; "
+            f"the tests use {bin_dir_of(prefix)}"
+        )
         return bin_dir_of(prefix)
 
 
-def locate_hosts(*, install: bool | None = None) -> Path:
+def locate_hosts(
+    *, install: bool | None = None, say: Callable[[str], None] = say_on_stderr
+) -> Path:
     """Return a directory holding the real ``claude`` and ``opencode`` executables.
 
     Args:
         install: Whether npm may install the pinned versions into the cache; by default
             yes unless ``ATLANTE_EVAL_HOST_INSTALL=0``.
+        say: Where an install prints its lines (:func:`install_hosts`).
 
     Raises:
         HostsUnavailableError: the hosts are not found and cannot be installed.
@@ -164,4 +205,4 @@ def locate_hosts(*, install: bool | None = None) -> Path:
             f"real hosts not installed in {prefix} and {why}; set {BIN_DIR_ENV} "
             "to a directory holding claude and opencode"
         )
-    return install_hosts(prefix, npm=npm)
+    return install_hosts(prefix, npm=npm, say=say)

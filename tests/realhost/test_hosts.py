@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -116,3 +119,83 @@ def test_missing_hosts_skip_or_fail(clean_env: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv(REQUIRE_ENV, "1")
     with pytest.raises(pytest.fail.Exception, match="real hosts required"):
         require_hosts()
+
+
+ENGINE_WARNING = (
+    "npm warn EBADENGINE Unsupported engine {\n"
+    "npm warn EBADENGINE   package: 'opencode-ai@1.18.33',\n"
+    "npm warn EBADENGINE   required: { node: '>=22' },\n"
+    "npm warn EBADENGINE   current: { node: 'v18.19.0', npm: '9.2.0' }\n"
+    "npm warn EBADENGINE }\n"
+)
+
+
+def test_the_first_pytest_says_it_installs_the_hosts_and_prints_nodes_warning(
+    tmp_path: Path, fake_npm: str
+) -> None:
+    """`pytest` on a fresh machine: a line before the install, npm's Node warning, a line after."""
+    npm_dir = tmp_path / "npm-bin"
+    npm_dir.mkdir()
+    script = (
+        Path(fake_npm)
+        .read_text()
+        .replace(
+            "sys.exit(", f"sys.stdout.write({ENGINE_WARNING!r} + 'added 2 packages\\n')\nsys.exit("
+        )
+    )
+    (npm_dir / "npm").write_text(script)
+    (npm_dir / "npm").chmod(0o755)
+    suite = tmp_path / "suite"
+    (suite / "realhost").mkdir(parents=True)
+    for helper in Path(__file__).parent.glob("*.py"):
+        if not helper.name.startswith("test_"):
+            (suite / "realhost" / helper.name).write_text(helper.read_text())
+    (suite / "realhost" / "test_uses_hosts.py").write_text(
+        "from pathlib import Path\n\n\n"
+        "def test_uses_hosts(real_hosts: Path) -> None:\n"
+        "    assert (real_hosts / 'claude').exists()\n"
+    )
+    (suite / "pytest.ini").write_text("[pytest]\n")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in (BIN_DIR_ENV, INSTALL_ENV, REQUIRE_ENV) and not key.startswith("PYTEST")
+    }
+    env |= {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": f"{npm_dir}:{env['PATH']}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "realhost"],
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    prefix = tmp_path / "cache" / "atlante-eval" / "hosts"
+    said = [i for i, line in enumerate(lines) if line.startswith("atlante-eval tests:")]
+    assert len(said) == 2, result.stderr
+    before, after = lines[said[0]], lines[said[1]]
+    assert before.startswith(
+        f"atlante-eval tests: installing the real hosts (claude {PACKAGES['claude'][1]} and "
+        f"opencode {PACKAGES['opencode'][1]}, about 740 MB, once) into {prefix} with npm; log: "
+    )
+    assert lines[said[0] + 1 : said[1]] == ENGINE_WARNING.splitlines()
+    assert re.fullmatch(
+        rf"atlante-eval tests: installed claude \S+ and opencode \S+ in \d+ s; "
+        rf"the tests use {re.escape(str(prefix))}/node_modules/\.bin",
+        after,
+    )
+    assert "1 passed" in result.stdout
+    again = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "realhost"],
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert again.returncode == 0
+    assert "atlante-eval tests:" not in again.stderr  # installed once: silent afterwards
