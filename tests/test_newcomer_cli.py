@@ -14,6 +14,7 @@ from pathlib import Path
 from clikit import cleaned_up, report_dirs, start_cli, wait_for
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario
 from standin import actions
+from test_cli_show import golden
 from test_newcomer import console, standin_run
 
 WRITES = actions({"write": "out.txt", "content": "x"})
@@ -290,3 +291,31 @@ def test_schema_help_and_its_error_list_every_kind() -> None:
         "next: run `atlante-eval schema scenario` (or config, report, transcript)",
     ]
     assert console("schema", "transcript").returncode == 0
+
+
+OPTION_ERRORS = [
+    ("run", "--jbos", "2"),
+    ("run", "--scenraio", "x"),
+    ("run", "--jobs"),
+    ("show", "--jsn"),
+    ("lst",),
+    ("history", "lst"),
+    ("schema",),
+    ("compare", "a", "b", "c"),
+    ("run", "--retry-infra", "11"),
+]
+
+
+def test_option_errors_are_diagnostics_naming_the_closest_option(tmp_path: Path) -> None:
+    """Unknown options and commands, missing values: one style, the closest real name, exit 2."""
+    root = make_project(tmp_path / "p")
+    shown = []
+    for args in OPTION_ERRORS:
+        result = console(*args, cwd=root)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "Usage:" not in result.stderr
+        shown.append(f"$ atlante-eval {' '.join(args)}\n{result.stderr}")
+    golden("option-errors.txt", "".join(shown))
+    assert console("-h").returncode == 0
+    assert console().returncode == 2  # no command: the help, as before
+    assert console("--version").stdout.startswith("atlante-eval ")

@@ -271,5 +271,11 @@ def _root(
 
 
 def main() -> None:
-    """Entry point of the ``atlante-eval`` console script."""
-    app()
+    """Entry point of the ``atlante-eval`` console script.
+
+    Usage errors (an unknown option or command, a missing value) are printed as
+    ``invalid-option`` diagnostics with the closest real option (:mod:`.usage`).
+    """
+    from .usage import run_app
+
+    sys.exit(run_app(app, print_diagnostics))
