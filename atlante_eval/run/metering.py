@@ -20,7 +20,7 @@ is over, :func:`settle` decides the trial's figures:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import NotRequired, TypedDict
 
@@ -37,6 +37,7 @@ from ..report import (
     GatewaySummary,
     TamperEvidence,
     TrialFiles,
+    TrialResult,
     TrialUsage,
     model_version_of,
 )
@@ -85,12 +86,13 @@ class GatewayRun:
         if reason in self.reasons or len(self.reasons) < _FALLBACK_REASONS:
             self.reasons[reason] = self.reasons.get(reason, 0) + 1
 
-    def summary(self) -> GatewaySummary:
-        """``meta.gateway``."""
+    def summary(self, reused: Iterable[TrialResult] = ()) -> GatewaySummary:
+        """``meta.gateway``, the trials ``--resume`` reused counted as when they ran."""
+        recorded = [t.usage for t in reused if t.usage is not None]
         return GatewaySummary(
-            calls=self.gateway.calls,
+            calls=self.gateway.calls + sum(u.calls for u in recorded if u.source == "gateway"),
             refused=self.gateway.refused,
-            fallback_trials=self.fallback_trials,
+            fallback_trials=self.fallback_trials + sum(1 for u in recorded if u.source == "host"),
         )
 
 

@@ -403,7 +403,7 @@ class _Ending:
         await self.ready.watch.refresh()
         extra: dict[str, object] = {"project_modified": self.ready.watch.changed() or None}
         if self.gateway is not None:
-            extra["gateway"] = self.gateway.summary()
+            extra["gateway"] = self.gateway.summary(self.ready.reused.values())
         return extra
 
     async def on_end(self, run: ActiveRun) -> None:
