@@ -43,6 +43,8 @@ CODES: dict[str, str] = {
     "unsupported-schema": "A document's $schema is not one this tool supports.",
     "invalid-document": "The eval section, hosts or extends do not match the schema.",
     "eval-host-not-materialized": "eval.host is not listed in the document's hosts.",
+    "invalid-host-version": "A host version pin (eval.hostVersion, --host-version, "
+    "HOST@VERSION) is not an exact version in the host's supported range.",
     # CLI arguments
     "invalid-trials": "--trials is not an integer from 1 to 50.",
     "invalid-option": "A command-line option has an invalid value.",
@@ -75,6 +77,9 @@ CODES: dict[str, str] = {
     "eval-host-unavailable": "The host executable cannot be run, or its version is unreadable.",
     "eval-host-unsupported-version": "The host's version is outside the supported range.",
     "eval-host-unauthenticated": "The host has no stored credentials.",
+    "eval-host-install-failed": "The pinned host version could not be installed into the "
+    "managed host cache (offline, registry or npm failure).",
+    "eval-host-in-use": "hosts remove: a running atlante-eval process uses that host version.",
     "eval-model-unset": "OpenCode runs without eval.model: the host's default model is used.",
     "eval-model-required": "OpenCode V2 runs without eval.model: it has no default model.",
     "git-unavailable": "git is not on PATH; every sandbox baseline needs it.",
@@ -101,7 +106,8 @@ CODES: dict[str, str] = {
     "merge-mismatch": "Reports given to merge are not the complete shards of one run.",
     "shard-balance-estimated": "--balance-from times some of the plan's scenarios not at all; "
     "they are estimated.",
-    "compare-host-differs": "compare: the two runs used different hosts or host versions.",
+    "compare-host-differs": "compare: the two runs used different hosts.",
+    "compare-host-version-differs": "compare: the two runs used different host versions.",
     "compare-model-differs": "compare: the two runs used different models.",
     "compare-budget-differs": "compare: the two runs had different budgets (timeouts, tokens).",
     "compare-scenario-changed": "compare: a scenario's document or fixture differs between runs.",
@@ -146,6 +152,8 @@ RUN_LEVEL_CODES: frozenset[str] = frozenset(
         "eval-host-unavailable",
         "eval-host-unsupported-version",
         "eval-host-unauthenticated",
+        "eval-host-install-failed",
+        "eval-host-in-use",
         "git-unavailable",
         "eval-isolation-unavailable",
         "eval-limits-unavailable",

@@ -35,14 +35,18 @@ from atlante_eval._util import patterns
 from atlante_eval.cli import main
 from atlante_eval.trial import process
 
-if os.environ.get("ATLANTE_TEST_STANDIN_DIALECT") == "claude":
-    from standin_claude import ClaudeDialectStandin
 
-    hosts.HOST_FACTORIES["opencode"] = ClaudeDialectStandin
-    hosts.HOST_FACTORIES["claude-code"] = ClaudeDialectStandin
-else:
-    hosts.HOST_FACTORIES["opencode"] = StandinHost
-    hosts.HOST_FACTORIES["claude-code"] = StandinHost
+def _standin(binary: str | None = None) -> hosts.Host:
+    """Every host name (and any executable) runs a stand-in: Claude's dialect when asked."""
+    if os.environ.get("ATLANTE_TEST_STANDIN_DIALECT") == "claude":
+        from standin_claude import ClaudeDialectStandin
+
+        return ClaudeDialectStandin()
+    return StandinHost()
+
+
+hosts.HOST_FACTORIES["opencode"] = _standin
+hosts.HOST_FACTORIES["claude-code"] = _standin
 if os.environ.get("ATLANTE_TEST_KEEP_PENDING_INPUTS"):
     from atlante_eval.transcript import normalize
 

@@ -22,6 +22,7 @@ from typing import Any
 from .._util.endpoints import Endpoint
 from .._util.paths import UnsafePathError, resolve_no_follow
 from ..diagnostics import DiagnosticError, error
+from ..project.native import NATIVE_HOSTS
 from .base import HostError, SessionUsage, StreamParser, TrialContext, secret_values
 from .claude_transcript import ClaudeNormalizer
 from .credentials import (
@@ -39,7 +40,7 @@ from .isolation import session_env, trial_dirs
 from .routing import claude_route, claude_routed_env
 from .session import CliHost
 from .streams import ClaudeStream
-from .versions import VersionRange, probe_version
+from .versions import probe_version
 
 __all__ = [
     "CLAUDE_CODE_RANGE",
@@ -63,8 +64,8 @@ CLAUDE_IGNORED_CHANGES: Sequence[str] = (".claude/settings.local.json",)
 #: The model API Claude Code reaches by default (its sessions may, under ``--isolation os``).
 CLAUDE_MODEL_ENDPOINTS: tuple[Endpoint, ...] = (Endpoint("api.anthropic.com", 443),)
 
-#: Supported Claude Code versions.
-CLAUDE_CODE_RANGE = VersionRange("claude-code", ">=2.0.0 <3.0.0")
+#: Supported Claude Code versions (declared with the host's release in ``NATIVE_HOSTS``).
+(CLAUDE_CODE_RANGE,) = NATIVE_HOSTS["claude-code"].versions
 
 #: Switches that keep a trial's Claude Code off the network except for model calls
 #: (measured: no telemetry, no MCP registry, no update check).

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .._util.endpoints import Endpoint
 from ..diagnostics import DiagnosticError, error
+from ..project.native import NATIVE_HOSTS
 from .base import HostError, SessionUsage, StreamParser, TrialContext, secret_values
 from .credentials import (
     CredentialsError,
@@ -44,7 +45,7 @@ from .opencode_routing import opencode_route, opencode_routed_config, opencode_r
 from .opencode_transcript import OpenCodeNormalizer
 from .session import CliHost
 from .streams import OpenCodeStream
-from .versions import VersionRange, probe_version
+from .versions import probe_version
 
 __all__ = [
     "OPENCODE_DEFAULT_ENV",
@@ -56,10 +57,9 @@ __all__ = [
     "OpenCodeHost",
 ]
 
-#: Supported OpenCode versions with the V1 dialect.
-OPENCODE_V1 = VersionRange("V1", ">=1.18.29 <2.0.0")
-#: Supported OpenCode versions with the V2 dialect.
-OPENCODE_V2 = VersionRange("V2", ">=2.0.0 <3.0.0")
+#: Supported OpenCode versions with the V1 and the V2 dialect (declared with the host's
+#: release in ``NATIVE_HOSTS``).
+OPENCODE_V1, OPENCODE_V2 = NATIVE_HOSTS["opencode"].versions
 
 #: The model APIs OpenCode reaches by default (its sessions may, under ``--isolation os``).
 OPENCODE_MODEL_ENDPOINTS: tuple[Endpoint, ...] = (

@@ -10,36 +10,45 @@ build's manifest and the agents it ships) in :data:`atlante_eval.project.native.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from ..choices import HostName
 from ..diagnostics import DiagnosticError, error
 from .base import Host
 
-__all__ = ["HOST_FACTORIES", "create_host"]
+__all__ = ["HOST_FACTORIES", "HostFactory", "create_host"]
 
 
-def _opencode() -> Host:
+class HostFactory(Protocol):
+    """Creates an unprobed host; ``binary`` is its executable (default: its command on PATH)."""
+
+    def __call__(self, binary: str | None = None) -> Host: ...
+
+
+def _opencode(binary: str | None = None) -> Host:
     from .opencode import OpenCodeHost
 
-    return OpenCodeHost()
+    return OpenCodeHost() if binary is None else OpenCodeHost(binary)
 
 
-def _claude_code() -> Host:
+def _claude_code(binary: str | None = None) -> Host:
     from .claude_code import ClaudeCodeHost
 
-    return ClaudeCodeHost()
+    return ClaudeCodeHost() if binary is None else ClaudeCodeHost(binary)
 
 
 #: The built-in hosts by configured name (imported only when one is created).
-HOST_FACTORIES: dict[HostName, Callable[[], Host]] = {
+HOST_FACTORIES: dict[HostName, HostFactory] = {
     "opencode": _opencode,
     "claude-code": _claude_code,
 }
 
 
-def create_host(name: str) -> Host:
+def create_host(name: str, *, binary: str | None = None) -> Host:
     """Return the built-in host for ``name`` (``opencode`` or ``claude-code``).
+
+    ``binary`` is the executable to run (a managed copy, see :mod:`.managed`);
+    by default the host's command is looked up on PATH.
 
     Raises:
         DiagnosticError: ``eval-host-unavailable`` for an unknown name (exit 3).
@@ -55,4 +64,4 @@ def create_host(name: str) -> Host:
                 )
             ]
         )
-    return factory()
+    return factory() if binary is None else factory(binary)

@@ -9,14 +9,13 @@ diagnostic (exit 3).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import semver
 
+from .._util.versions import VersionRange, parse_version
 from ..diagnostics import DiagnosticError, error
 from ..trial import run_process
 
@@ -31,37 +30,6 @@ __all__ = [
 
 #: How long ``<bin> --version`` (and other probes) may take.
 PROBE_TIMEOUT_S = 60.0
-
-_VERSION = re.compile(r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
-
-
-@dataclass(frozen=True, slots=True)
-class VersionRange:
-    """A named semver range such as ``V1 >=1.18.29 <2.0.0``."""
-
-    name: str
-    """Short name (``V1``, ``V2``, or the host name when it has one range)."""
-    spec: str
-    """Space-separated comparisons that must all hold, e.g. ``>=2.0.0 <3.0.0``."""
-
-    def contains(self, version: semver.Version) -> bool:
-        """Whether ``version`` satisfies every comparison of the range."""
-        return all(version.match(clause) for clause in self.spec.split())
-
-
-def parse_version(output: str) -> semver.Version | None:
-    """Parse the first whitespace-delimited word of ``output`` as ``v?MAJOR.MINOR.PATCH``.
-
-    Leading zeros, pre-release and build suffixes are rejected (``None``).
-    """
-    words = output.split()
-    if not words:
-        return None
-    match = _VERSION.match(words[0])
-    if match is None:
-        return None
-    major, minor, patch = (int(part) for part in match.groups())
-    return semver.Version(major, minor, patch)
 
 
 def find_executable(binary: str, env: Mapping[str, str] | None = None) -> str | None:

@@ -26,8 +26,9 @@ from pydantic import (
 from .._util.endpoints import EndpointError, parse_endpoint
 from .._util.jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
 from ..choices import GatewayMode, HostName, IsolationMode
-from ..diagnostics import ATLANTE_ABOUT, DiagnosticError, Location, error
+from ..diagnostics import ATLANTE_ABOUT, Diagnostic, DiagnosticError, Location, error
 from ..history.location import parse_history_url
+from .pins import pin_error
 from .scenarios import MAX_TIMEOUT_MS
 from .validation import NonEmptyStr, StrictModel, location_of, validation_diagnostics
 
@@ -195,6 +196,9 @@ class EvalConfig(StrictModel):
     """Alerts after a run (additive; docs/history.md)."""
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     """Per-trial resource limits (additive; ``run --limit`` overrides each key)."""
+    host_version: NonEmptyStr | None = None
+    """The exact host CLI version to run, e.g. ``2.1.332``: installed into and run from
+    the managed host cache (additive; ``--host-version`` overrides it; docs/hosts.md)."""
 
     @field_validator("history")
     @classmethod
@@ -458,7 +462,23 @@ def _validate_config(
             next=f'add "{document.eval.host}" to "hosts", run `atlante build` '
             f"({ATLANTE_ABOUT}) and try again",
         )
+    pinned = document.eval.host_version
+    problem = None if pinned is None else _pin_error(document.eval.host, pinned, source, text)
+    if problem is not None:
+        raise DiagnosticError([problem])
     return document
+
+
+def _pin_error(host: str, version: str, source: str, text: str) -> Diagnostic | None:
+    """``invalid-host-version`` for an ``eval.hostVersion`` the host cannot be pinned at."""
+    return pin_error(
+        host,
+        version,
+        what="eval.hostVersion",
+        source=source,
+        pointer="/eval/hostVersion",
+        location=location_of(text, "/eval/hostVersion"),
+    )
 
 
 def _json_kind(value: object) -> str:

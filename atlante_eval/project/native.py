@@ -7,7 +7,9 @@ shape, and re-hashes every file. Anything missing, malformed, symlinked or drift
 fails with ``native-outputs-not-verified`` and "run `atlante build`" as the next step.
 
 :data:`NATIVE_HOSTS` is what this layer knows of each built-in host: where its
-build's manifest is, and the agents the host ships.
+build's manifest is, the agents the host ships, and its release (the npm package
+that ships its CLI and the versions eval supports, which ``eval.hostVersion``
+must lie in).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._util.jsondoc import DocumentParseError, DocumentReadError, parse_document, read_document
+from .._util.versions import VersionRange
 from ..choices import HostName
 from ..diagnostics import ATLANTE_ABOUT, DiagnosticError, error
 
@@ -53,21 +56,34 @@ class NativeHost:
     """The host's display name in messages."""
     builtin_agents: frozenset[str]
     """Agents the host ships, which a scenario may name without a native output."""
+    package: str
+    """The npm package that ships the host's CLI (managed installs, docs/hosts.md)."""
+    command: str
+    """The CLI's executable: the name the package's ``bin`` gives it and PATH finds."""
+    versions: tuple[VersionRange, ...]
+    """The supported versions, in order: a probed version and ``eval.hostVersion`` must
+    lie in one (OpenCode's name its configuration dialect)."""
 
 
-#: Per built-in host: its build's manifest and the agents it ships.
+#: Per built-in host: its build's manifest, the agents it ships and its release.
 NATIVE_HOSTS: dict[HostName, NativeHost] = {
     "opencode": NativeHost(
         path=".atlante/opencode-native.json",
         format="atlante-opencode-native",
         label="OpenCode",
         builtin_agents=frozenset({"build", "plan", "general", "explore"}),
+        package="opencode-ai",
+        command="opencode",
+        versions=(VersionRange("V1", ">=1.18.29 <2.0.0"), VersionRange("V2", ">=2.0.0 <3.0.0")),
     ),
     "claude-code": NativeHost(
         path=".atlante/claude-code-native.json",
         format="atlante-claude-code-native",
         label="Claude Code",
         builtin_agents=frozenset({"general-purpose", "Explore", "Plan", "statusline-setup"}),
+        package="@anthropic-ai/claude-code",
+        command="claude",
+        versions=(VersionRange("claude-code", ">=2.0.0 <3.0.0"),),
     ),
 }
 

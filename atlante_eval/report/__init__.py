@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .events import (
     DiagnosticNotice,
+    HostInstallProgress,
     ProgressEvent,
     RunFinished,
     RunStarted,
@@ -37,6 +38,7 @@ from .models import (
     CheckVerdict,
     CleanupFailure,
     DeniedAccess,
+    HostSource,
     LimitReached,
     LimitsRecord,
     Meta,
@@ -91,6 +93,8 @@ __all__ = [
     "DeniedAccess",
     "DiagnosticNotice",
     "GatewaySummary",
+    "HostInstallProgress",
+    "HostSource",
     "LimitReached",
     "LimitsRecord",
     "Meta",

@@ -7,12 +7,15 @@ scenario and trial. Callbacks receive them through ``run_eval(on_event=...)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..diagnostics import Diagnostic
 from .models import AdaptiveLook, AdaptiveStop, MetaConfig, ScenarioResult, TrialResult
 
 __all__ = [
     "DiagnosticNotice",
+    "HostInstallProgress",
+    "InstallStage",
     "ProgressEvent",
     "RunFinished",
     "RunStarted",
@@ -29,6 +32,36 @@ class DiagnosticNotice:
     """A warning found while preparing the run (e.g. a pack scenario not included)."""
 
     diagnostic: Diagnostic
+
+
+#: The steps of readying a pinned host version (:class:`HostInstallProgress`).
+InstallStage = Literal["waiting", "installing", "installed"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostInstallProgress:
+    """A pinned host version is being readied in the managed host cache (docs/hosts.md).
+
+    Sent before the run starts: ``waiting`` while another process installs the same
+    version, ``installing`` before npm runs (the packages are hundreds of MB), and
+    ``installed`` once the copy is in place.
+    """
+
+    host: str
+    version: str
+    stage: InstallStage
+    directory: str
+    """The version's directory in the cache."""
+    command: str | None = None
+    """``installing``: the npm command line that installs it."""
+    reason: str | None = None
+    """``installing``: why a cached copy is replaced (it failed its integrity check)."""
+    size_bytes: int | None = None
+    """``installed``: the copy's size on disk."""
+    integrity: str | None = None
+    """``installed``: the package's npm integrity (``sha512-...``)."""
+    elapsed_ms: int | None = None
+    """``installed``: how long the install took."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +144,7 @@ class RunFinished:
 
 ProgressEvent = (
     DiagnosticNotice
+    | HostInstallProgress
     | RunStarted
     | ScenarioStarted
     | TrialStarted

@@ -30,6 +30,7 @@ __all__ = [
     "CheckResult",
     "CheckVerdict",
     "DeniedAccess",
+    "HostSource",
     "LimitReached",
     "LimitsRecord",
     "Meta",
@@ -597,6 +598,23 @@ class TamperedFile(OutputModel):
     """Where it was moved, relative to the run directory (kept, never deleted)."""
 
 
+class HostSource(OutputModel):
+    """Where the host CLI of a run came from (additive; docs/hosts.md).
+
+    ``managed``: a pinned version run from the managed host cache, with the npm
+    integrity of its package; ``path``: the executable found on ``PATH``.
+    """
+
+    kind: Literal["managed", "path"]
+    """``managed`` (``eval.hostVersion`` / ``--host-version``) or ``path`` (no pin)."""
+    executable: str | None = None
+    """The executable the run started (absent in a merged report whose shards differ)."""
+    package: str | None = None
+    """``managed``: the npm package and version, e.g. ``@anthropic-ai/claude-code@2.1.332``."""
+    integrity: str | None = None
+    """``managed``: the package's npm integrity (``sha512-...``), checked on every use."""
+
+
 class LimitsRecord(OutputModel):
     """The per-trial resource limits a run enforced (additive; absent values: not limited)."""
 
@@ -631,6 +649,8 @@ class Meta(OutputModel):
     """Version of the additive fields (additive)."""
     host_version: str | None = None
     """Host CLI version (additive)."""
+    host_source: HostSource | None = None
+    """Where the host CLI came from: a managed pinned install or PATH (additive)."""
     started_at: str | None = None
     """UTC start time, ISO 8601 (additive)."""
     ended_at: str | None = None
