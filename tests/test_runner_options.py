@@ -141,7 +141,8 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "--scenario a* --scenario b --trials 2 --jobs 3 --out reports --keep --pass-env "
             "FOO --retry-infra 1 --resume earlier --shard 2/3 --balance duration --balance-from "
             "durations.json --last-failed --no-html --isolation os --gateway off --history "
-            "h.sqlite --alert-webhook http://127.0.0.1:9/hook --limit memoryMb=512 --limit cpus=0.5"
+            "h.sqlite --alert-webhook http://127.0.0.1:9/hook --limit memoryMb=512 --limit cpus=0.5 "
+            "--host-version 2.1.332"
         ),
         {
             "scenarios": ["a*", "b"],
@@ -163,6 +164,7 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "history_url": "h.sqlite",
             "alert_webhook": "http://127.0.0.1:9/hook",
             "limits": {"memoryMb": 512, "cpus": 0.5},
+            "host_version": "2.1.332",
         },
     ),
     (
@@ -218,6 +220,7 @@ def test_the_cli_and_run_eval_build_the_same_options_and_forward_every_one(
         ("--pass-env", "A=B", "pass_env", ["A=B"]),
         ("--isolation", "vm", "isolation", "vm"),
         ("--gateway", "maybe", "gateway", "maybe"),
+        ("--host-version", "^2.1", "host_version", "^2.1"),
         ("--min-trials", "0", "min_trials", 0),
         ("--max-cost", "0", "max_cost", 0),
         ("--margin", "1.5", "margin", 1.5),

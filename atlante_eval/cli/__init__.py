@@ -16,7 +16,17 @@ __all__ = ["app", "main"]
 
 #: Command modules, in the order ``--help`` lists their commands; each registers
 #: its commands on ``app`` when imported.
-COMMAND_MODULES = ("project", "run", "selftest", "reports", "show", "html", "history", "quarantine")
+COMMAND_MODULES = (
+    "project",
+    "run",
+    "selftest",
+    "reports",
+    "show",
+    "html",
+    "history",
+    "quarantine",
+    "hosts",
+)
 
 for _module in COMMAND_MODULES:
     import_module(f".{_module}", __name__)

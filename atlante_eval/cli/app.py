@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = [
     "GATEWAY_METAVAR",
     "ISOLATION_METAVAR",
+    "HelpCommand",
+    "HostVersionOption",
     "OutOption",
     "PathArg",
     "app",
@@ -117,6 +119,20 @@ OutOption = Annotated[
         "--out",
         metavar="DIR",
         help="Report base directory (default <project>/.atlante/eval).",
+        show_default=False,
+    ),
+]
+
+
+#: ``--host-version`` on ``run``, ``validate`` and ``selftest`` (docs/hosts.md, Pinning).
+HostVersionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--host-version",
+        metavar="VERSION",
+        help="Run the host at exactly this version (e.g. 2.1.332), installed into and run "
+        "from the managed host cache; overrides eval.hostVersion. Default: eval.hostVersion, "
+        "else the host on PATH.",
         show_default=False,
     ),
 ]

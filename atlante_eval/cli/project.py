@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..choices import SCHEMA_KINDS
-from .app import PathArg, app, choice, guarded, print_diagnostics, print_json
+from .app import HostVersionOption, PathArg, app, choice, guarded, print_diagnostics, print_json
 
 if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
     from ..hosts import Host
     from ..isolation.limits import LimitSettings
     from ..project import Suite
+    from ..report import HostSource
 
 __all__ = ["list_scenarios", "schema", "validate"]
 
@@ -47,9 +48,11 @@ def validate(
             "--probe",
             help="Also probe the host (its version and the credentials it would use), "
             "that OS isolation works here when eval.isolation is os, and that the "
-            "per-trial limits (eval.limits, the os defaults) can be enforced.",
+            "per-trial limits (eval.limits, the os defaults) can be enforced; a pinned host "
+            "version is installed first when the managed host cache lacks it.",
         ),
     ] = False,
+    host_version: HostVersionOption = None,
 ) -> None:
     """Run every gate the run command runs before a trial, and report the result.
 
@@ -63,46 +66,78 @@ def validate(
 
         json_output = as_json or choice("--format", output_format, ("text", "json")) == "json"
         try:
-            suite, host, limits = _validated(path, probe=probe)
+            valid = _validated(path, probe=probe, host_version=host_version)
         except DiagnosticError as exc:
             if json_output:
                 print_json({"ok": False, "diagnostics": _dumped(exc.diagnostics)})
                 return exc.exit_code
             raise
-        return _report_valid(suite, host, limits, json_output=json_output)
+        return _report_valid(valid, json_output=json_output)
 
     raise typer.Exit(guarded(action))
 
 
-def _validated(
-    path: Path | None, *, probe: bool
-) -> tuple[Suite, Host | None, LimitSettings | None]:
-    """Load the suite and, with ``probe``, probe isolation, limits and the host.
+@dataclass(frozen=True, slots=True)
+class _Valid:
+    """What ``validate`` found: the suite, the pin, and with ``--probe`` the host and limits."""
+
+    suite: Suite
+    pin: str | None
+    host: Host | None = None
+    source: HostSource | None = None
+    limits: LimitSettings | None = None
+
+
+def _validated(path: Path | None, *, probe: bool, host_version: str | None) -> _Valid:
+    """Load the suite, check the pin and, with ``probe``, probe isolation, limits and the host.
 
     The model gates need the host's version.
     """
     import anyio
 
     from ..diagnostics import DiagnosticError
-    from ..hosts import create_host
     from ..project import load_suite, model_diagnostics
+    from ..run.pinning import host_pin, pin_option
 
+    requested = pin_option(host_version)
     suite = load_suite(path)
     config = suite.project.eval
-    host: Host | None = None
-    limits: LimitSettings | None = None
+    valid = _Valid(suite, host_pin(requested, config))
     if probe:
         from ..isolation.preflight import preflight_isolation
         from ..run.isolate import resolve_limits_settings
 
         anyio.run(preflight_isolation, config.isolation)
         limits = anyio.run(resolve_limits_settings, None, config)
-        host = create_host(config.host)
-        anyio.run(_probe_interruptibly, host, config.host)
-    found = model_diagnostics(config.host, config.model, getattr(host, "dialect", None))
+        valid = replace(_probed(valid), limits=limits)
+    found = model_diagnostics(config.host, config.model, getattr(valid.host, "dialect", None))
     if any(d.severity == "error" for d in found):
         raise DiagnosticError([*found, *suite.warnings])
-    return replace(suite, warnings=(*suite.warnings, *found)), host, limits
+    return replace(valid, suite=replace(suite, warnings=(*suite.warnings, *found)))
+
+
+def _probed(valid: _Valid) -> _Valid:
+    """Probe the host: the pinned managed copy (installed first when missing), else PATH's."""
+    import anyio
+
+    from ..hosts import create_host
+    from ..run.pinning import RunHost, check_pinned_version
+
+    name = valid.suite.project.eval.host
+    if valid.pin is None:
+        host = create_host(name)
+        anyio.run(_probe_interruptibly, host, name)
+        return replace(valid, host=host, source=RunHost(host, None, None).probed_source())
+    from ..hosts.managed import pinned_host
+    from .hosts import install_progress
+
+    pinned = anyio.run(lambda: pinned_host(name, valid.pin or "", on_progress=install_progress))
+    try:
+        anyio.run(_probe_interruptibly, pinned.host, name)
+    finally:
+        pinned.lease.close()
+    check_pinned_version(RunHost(pinned.host, valid.pin, pinned.cached.source()))
+    return replace(valid, host=pinned.host, source=pinned.cached.source())
 
 
 async def _probe_interruptibly(host: Host, name: str) -> None:
@@ -157,9 +192,8 @@ def _dumped(diagnostics: Sequence[Diagnostic]) -> list[dict[str, object]]:
     return [d.model_dump(mode="json", exclude_none=True) for d in diagnostics]
 
 
-def _report_valid(
-    suite: Suite, host: Host | None, limits: LimitSettings | None, *, json_output: bool
-) -> int:
+def _report_valid(valid: _Valid, *, json_output: bool) -> int:
+    suite, host, limits = valid.suite, valid.host, valid.limits
     name = suite.project.eval.host
     record = limits.record() if limits is not None else None
     if json_output:
@@ -169,10 +203,16 @@ def _report_valid(
                 "host": name,
                 "scenarios": [s.name for s in suite.scenarios],
                 "diagnostics": _dumped(suite.warnings),
+                **({"hostPin": valid.pin} if valid.pin is not None else {}),
                 **(
                     {
                         "hostVersion": host.version or "unknown",
                         "credentials": getattr(host, "credentials_checked", None),
+                        "hostSource": valid.source.model_dump(
+                            mode="json", by_alias=True, exclude_none=True
+                        )
+                        if valid.source is not None
+                        else None,
                     }
                     if host is not None
                     else {}
@@ -192,9 +232,15 @@ def _report_valid(
         f"ok: {count} scenario{'s' if count != 1 else ''} valid for "
         f"{name}; {files} native output file{'s' if files != 1 else ''} verified"
     )
+    if valid.pin is not None and host is None:
+        typer.echo(
+            f"ok: host {name} is pinned at {valid.pin} (run from the managed host cache; "
+            "--probe installs and checks it)"
+        )
     if host is not None:
         checked = getattr(host, "credentials_checked", None) or "credentials were found"
-        typer.echo(f"ok: host {name} {host.version or 'unknown'} is installed; {checked}")
+        where = " (the pinned managed copy)" if valid.pin is not None else ""
+        typer.echo(f"ok: host {name} {host.version or 'unknown'}{where} is installed; {checked}")
     if limits is not None:
         typer.echo(f"ok: {limits.describe()}")
     return 0

@@ -15,6 +15,7 @@ from ..choices import LogFormat, ShardBalancing
 from .app import (
     GATEWAY_METAVAR,
     ISOLATION_METAVAR,
+    HostVersionOption,
     OutOption,
     PathArg,
     app,
@@ -261,6 +262,7 @@ def run(
             show_default=False,
         ),
     ] = None,
+    host_version: HostVersionOption = None,
 ) -> None:
     """Run every selected scenario's trials on the configured host and publish the report.
 
@@ -299,6 +301,7 @@ def run(
             history_url=history,
             alert_webhook=alert_webhook,
             limits=limit,
+            host_version=host_version,
         )
         return run_command(path, options, as_json=as_json, junit=junit, log_format=log_format)
 

@@ -18,6 +18,7 @@ from ..choices import DEFAULT_SELFTEST_JOBS
 from .app import (
     GATEWAY_METAVAR,
     ISOLATION_METAVAR,
+    HostVersionOption,
     OutOption,
     PathArg,
     app,
@@ -212,6 +213,7 @@ def selftest(
             show_default=False,
         ),
     ] = None,
+    host_version: HostVersionOption = None,
 ) -> None:
     """Prove the suite sound without a model, host or credentials.
 
@@ -235,6 +237,7 @@ def selftest(
             isolation=isolation,
             gateway=gateway,
             as_json=as_json,
+            host_version=host_version,
         )
 
     raise typer.Exit(guarded(action))
@@ -251,6 +254,7 @@ def selftest_command(
     isolation: str | None,
     as_json: bool,
     gateway: str | None = None,
+    host_version: str | None = None,
 ) -> int:
     """Selftest with progress lines on stderr, then print the outcome; return the exit status."""
     import anyio
@@ -270,6 +274,7 @@ def selftest_command(
             on_trial=_progress,
             isolation=isolation,
             gateway=gateway,
+            host_version=host_version,
         )
     )
     result = outcome.result

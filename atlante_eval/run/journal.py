@@ -1,6 +1,7 @@
 """The run journal: every finished trial, appended and flushed to disk as it ends.
 
-``<run dir>/journal.jsonl`` starts with a header line (run id, plan digest) and
+``<run dir>/journal.jsonl`` starts with a header line (run id, plan digest, host
+version and where the host came from) and
 gets one line per finished trial (plan position, scenario, trial index,
 fingerprint, result). Each line is written with a single ``write`` and
 ``fsync``; a crash can at worst leave a torn last line, which readers ignore.
@@ -27,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..diagnostics import DiagnosticError, error
-from ..report import REPORT_FILE, RunReport, TrialResult
+from ..report import REPORT_FILE, HostSource, RunReport, TrialResult
 
 __all__ = [
     "JOURNAL_NAME",
@@ -66,7 +67,15 @@ class JournalError(Exception):
 class Journal:
     """An append-only, fsynced journal in a run directory, locked while the run lasts."""
 
-    def __init__(self, run_dir: Path, *, run_id: str, plan_digest: str) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        run_id: str,
+        plan_digest: str,
+        host_version: str | None = None,
+        host_source: HostSource | None = None,
+    ) -> None:
         self.path = run_dir / JOURNAL_NAME
         self._lock = threading.Lock()
         self._fd = -1
@@ -79,7 +88,14 @@ class Journal:
             raise JournalError(
                 f"cannot create {self.path}: {exc.strerror or exc}", cause=exc
             ) from exc
-        self._append({"journal": 1, "runId": run_id, "planDigest": plan_digest})
+        header: dict[str, Any] = {"journal": 1, "runId": run_id, "planDigest": plan_digest}
+        if host_version is not None:
+            header["hostVersion"] = host_version
+        if host_source is not None:
+            header["hostSource"] = host_source.model_dump(
+                mode="json", by_alias=True, exclude_none=True
+            )
+        self._append(header)
 
     def moved(self, run_dir: Path) -> None:
         """Say the journal's directory is now ``run_dir`` (renamed into place; the file is open)."""

@@ -32,6 +32,7 @@ from ..report import (
     REPORT_FILE,
     TRIALS_DIR,
     CleanupFailure,
+    HostSource,
     Meta,
     PublishError,
     ReportDir,
@@ -55,6 +56,7 @@ __all__ = [
     "ActiveRun",
     "EndHook",
     "FinishHook",
+    "JournalSeed",
     "ScenarioResults",
     "cleanup_warning",
     "run_lifecycle",
@@ -115,7 +117,7 @@ async def run_lifecycle(
     on_end: EndHook | None = None,
     decorate: Callable[[RunReport], RunReport] | None = None,
     finish: FinishHook | None = None,
-    journal: str | None = None,
+    journal: JournalSeed | None = None,
 ) -> AsyncIterator[ActiveRun]:
     """Reserve a run directory and a run root; publish the run's report on the way out.
 
@@ -132,7 +134,7 @@ async def run_lifecycle(
             adaptive run's decision record), also on cancellation.
         finish: called before the report is assembled, shielded; its fields are
             added to the report's ``meta`` (e.g. ``project_modified``).
-        journal: the plan digest of a run that journals its trials: the run
+        journal: the journal's header, for a run that journals its trials: the run
             directory appears with its journal (:attr:`ActiveRun.journal`) in it.
 
     Raises:
@@ -169,18 +171,30 @@ async def run_lifecycle(
 
 
 @dataclass
-class _JournalSeed:
+class JournalSeed:
     """Creates a run's journal in its directory before the directory gets its name."""
 
     plan_digest: str
+    """The run's plan digest (the journal's header)."""
+    host_version: str | None = None
+    """The host version the run runs (the header; a resume across versions is refused)."""
+    host_source: HostSource | None = None
+    """Where that host came from (the header)."""
     journal: Journal | None = None
+    """The journal, once created."""
 
     def __call__(self, staging: Path, run_id: str) -> Callable[[], None]:
-        self.journal = Journal(staging, run_id=run_id, plan_digest=self.plan_digest)
+        self.journal = Journal(
+            staging,
+            run_id=run_id,
+            plan_digest=self.plan_digest,
+            host_version=self.host_version,
+            host_source=self.host_source,
+        )
         return self.journal.close
 
 
-def _reserve(project_root: Path, out: Path | None, plan_digest: str | None) -> ActiveRun:
+def _reserve(project_root: Path, out: Path | None, seed: JournalSeed | None) -> ActiveRun:
     """Reserve the run directory (held open, with its journal) and create the run root.
 
     Raises:
@@ -188,7 +202,6 @@ def _reserve(project_root: Path, out: Path | None, plan_digest: str | None) -> A
             be reserved or opened, ``eval-journal-failed`` when the journal cannot
             be created.
     """
-    seed = _JournalSeed(plan_digest) if plan_digest is not None else None
     base = report_base(project_root, out)
     try:
         report_dir = reserve_report_dir(

@@ -42,6 +42,7 @@ from ..project import parse_trials
 from ..project.config import MAX_TRIALS, LimitsConfig
 from .isolate import isolation_mode
 from .limit_options import parse_limits
+from .pinning import pin_option
 
 __all__ = [
     "DEFAULT_JOBS",
@@ -323,6 +324,9 @@ class RunOptions(BaseModel):
     limits: Annotated[LimitsConfig, _reads(parse_limits)] = LimitsConfig()
     """Per-trial resource limits (``KEY=VALUE`` texts or a mapping), each over its
     ``eval.limits`` key (docs/isolation.md#resource-limits)."""
+    host_version: Annotated[str | None, _reads(pin_option)] = None
+    """The exact host version to run from the managed host cache, overriding
+    ``eval.hostVersion`` (docs/hosts.md)."""
 
     @model_validator(mode="after")
     def _combinations(self) -> Self:
@@ -491,6 +495,7 @@ OPTION_FLAGS: dict[str, str] = {
     "history_url": "--history",
     "alert_webhook": "--alert-webhook",
     "limits": "--limit",
+    "host_version": "--host-version",
 }
 
 

@@ -2,8 +2,9 @@
 
 :func:`prepare_run` loads and validates the suite, selects the scenarios
 (``--last-failed``), fits the jobs to the descriptor limit, resolves the budget
-(raised for ``--until-decided``), readies the host and the isolation (the
-preflight runs before the host is probed), plans the trials, snapshots the
+(raised for ``--until-decided``), readies the host (a pinned version from the
+managed host cache, installed on first use: :mod:`.pinning`) and the isolation
+(the preflight runs before the host is probed), plans the trials, snapshots the
 project's inputs into fingerprints, and picks the positions this run owns
 (``--shard``) and those it reuses (``--resume``). Every warning found on the
 way is sent to the progress callback as it is found. Nothing is written: a
@@ -14,6 +15,7 @@ any run directory exists.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +24,7 @@ import anyio
 
 from ..choices import SELFTEST_HOST, GatewayMode
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
-from ..hosts import Host, HostError, create_host
+from ..hosts import Host, HostError
 from ..isolation.limits import LimitSettings
 from ..isolation.trial import IsolationSettings
 from ..project import (
@@ -42,6 +44,7 @@ from ..project import (
 )
 from ..report import (
     DiagnosticNotice,
+    HostSource,
     MetaConfig,
     ProgressEvent,
     RunReport,
@@ -55,6 +58,7 @@ from .isolate import resolve_isolation, resolve_limits_settings
 from .journal import read_journal
 from .limits import DESCRIPTORS_PER_JOB, jobs_for_descriptors, raise_nofile_limit
 from .options import RunOptions
+from .pinning import RunHost, check_pinned_version, check_resumed_host, host_pin, run_host
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveDriver, AdaptiveSettings
@@ -89,6 +93,8 @@ class PreparedRun:
     """The options, ``jobs`` fitted to the descriptor limit."""
     host: Host
     """The probed host."""
+    host_source: HostSource | None
+    """Where the host came from: its managed copy, or the executable on PATH."""
     isolation: IsolationSettings | None
     """``--isolation os`` once the preflight passed; ``None`` for ``none``."""
     limits: LimitSettings
@@ -131,8 +137,11 @@ async def prepare_run(
     *,
     host: Host | None,
     on_event: ProgressCallback | None,
+    leases: ExitStack,
 ) -> PreparedRun:
     """Every step before the run directory, announcing each warning as it is found.
+
+    A pinned host's lease on its managed copy is held until ``leases`` closes.
 
     Raises:
         DiagnosticError: validation (exit 2), or a host or isolation that cannot
@@ -144,7 +153,10 @@ async def prepare_run(
     await announce(on_event, notices)
     model = suite.project.eval.model
     budget, settings = await _budget(suite, options, host.name if host else None)
-    ready_host, isolation, limits = await _ready_host(host, suite, options)
+    chosen, isolation, limits = await _ready_host(host, suite, options, on_event, leases)
+    ready_host, source = chosen.host, chosen.probed_source()
+    if options.resume is not None:
+        check_resumed_host(options.resume, ready_host, source)
     notices.extend(await announce(on_event, _model_notes(ready_host, model)))
     plan = make_plan(selected, budget)
     watch = watch_run_inputs(suite.project.root, plan.scenarios, suite.native)
@@ -159,6 +171,7 @@ async def prepare_run(
         suite=suite,
         options=options,
         host=ready_host,
+        host_source=source,
         isolation=isolation,
         limits=limits,
         plan=plan,
@@ -285,18 +298,26 @@ async def _budget(
 
 
 async def _ready_host(
-    host: Host | None, suite: Suite, options: RunOptions
-) -> tuple[Host, IsolationSettings | None, LimitSettings]:
-    """The run's host (the given one, or the configured built-in), probed and checked.
+    host: Host | None,
+    suite: Suite,
+    options: RunOptions,
+    on_event: ProgressCallback | None,
+    leases: ExitStack,
+) -> tuple[RunHost, IsolationSettings | None, LimitSettings]:
+    """The run's host (the given one, the pinned managed copy, or the host on PATH), probed.
 
-    First its isolation and limits: under ``os`` the preflight runs before the host
-    is probed, and so does the proof that the per-trial limits can be enforced.
+    A pinned copy is installed first when needed; then the isolation and limits
+    (under ``os`` the preflight runs before the host is probed, and so does the
+    proof that the per-trial limits can be enforced); a probed version that is
+    not the pin is refused.
     """
-    chosen = host if host is not None else create_host(suite.project.eval.host)
-    isolation = await resolve_isolation(options.isolation, suite.project.eval, chosen)
+    pin = host_pin(options.host_version, suite.project.eval)
+    chosen = await run_host(host, suite.project.eval, pin, on_event=on_event, leases=leases)
+    isolation = await resolve_isolation(options.isolation, suite.project.eval, chosen.host)
     limits = await resolve_limits_settings(options.isolation, suite.project.eval, options.limits)
-    await chosen.probe()
-    _check_pass_env(chosen, options.pass_env)
+    await chosen.host.probe()
+    check_pinned_version(chosen)
+    _check_pass_env(chosen.host, options.pass_env)
     return chosen, isolation, limits
 
 

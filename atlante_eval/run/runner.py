@@ -7,6 +7,7 @@ This is the whole run as a library call. The CLI is a thin layer over
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +36,7 @@ from .balance import ShardSplit
 from .engine import Engine, EngineOptions, TrialGuard, call_sink
 from .failures import cause, journal_diagnostic, journal_failure, with_journal_cause
 from .journal import JOURNAL_NAME, Journal, lock_for_resume
-from .lifecycle import ActiveRun, cleanup_warning, run_lifecycle
+from .lifecycle import ActiveRun, JournalSeed, cleanup_warning, run_lifecycle
 from .metering import GatewayRun, gateway_notice, run_gateway, with_gateway
 from .options import DEFAULT_JOBS, RunOptions, options_from_keywords
 from .prepare import PreparedRun, ProgressCallback, announce, prepare_run
@@ -153,6 +154,7 @@ def _meta(ready: PreparedRun) -> Meta:
         model_version="unknown",
         config=ready.plan.config,
         host_version=ready.host.version,
+        host_source=ready.host_source,
         started_at=utc_timestamp(),
         jobs=options.jobs,
         manifest_digest=suite.native.digest,
@@ -310,16 +312,18 @@ async def execute_run(
     options = options or RunOptions()
     recording = recording_for(load_project(path), options) if options.history else None
     lock = lock_for_resume(options.resume) if options.resume is not None else None
+    leases = ExitStack()  # a pinned host's hold on its managed copy, for the whole run
     try:
         try:
             outcome = await _execute_run(
-                path, options, host=host, on_event=on_event, control=control
+                path, options, host=host, on_event=on_event, control=control, leases=leases
             )
         except EvalRunError as exc:
             if recording is not None:
                 await _record(recording, exc.report, exc.report_path, on_event)
             raise
     finally:
+        leases.close()
         if lock is not None:
             lock.close()
     if recording is None:
@@ -348,8 +352,9 @@ async def _execute_run(
     host: Host | None,
     on_event: ProgressCallback | None,
     control: RunControl | None,
+    leases: ExitStack,
 ) -> RunOutcome:
-    ready = await prepare_run(path, options, host=host, on_event=on_event)
+    ready = await prepare_run(path, options, host=host, on_event=on_event, leases=leases)
     control = control or RunControl()
     progress = RunProgress(
         ready.plan,
@@ -372,7 +377,9 @@ async def _execute_run(
             on_end=ending.on_end,
             decorate=ready.driver.decorate if ready.driver is not None else _decorate(ready.split),
             finish=ending.finish,
-            journal=ready.digest,
+            journal=JournalSeed(
+                ready.digest, host_version=ready.host.version, host_source=ready.host_source
+            ),
         ) as run:
             ending.failure = await _run_trials(run, ready, progress, control, on_event, ending)
             run.stopped = control.interrupted or ending.failure is not None
@@ -525,6 +532,7 @@ async def run_eval(
     history_url: str | None = None,
     alert_webhook: str | None = None,
     limits: Mapping[str, int | float | str] | Sequence[str] | None = None,
+    host_version: str | None = None,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
@@ -573,6 +581,9 @@ async def run_eval(
             e.g. ``{"memoryMb": 2048, "pids": "unlimited"}`` or ``["pids=256"]``
             (``--limit``; see docs/isolation.md#resource-limits); limits that
             cannot be enforced here fail before any trial (exit 3).
+        host_version: run the host at exactly this version (``"2.1.332"``), overriding
+            ``eval.hostVersion``: from the managed host cache, installed on first use
+            (see docs/hosts.md, "Pinning").
         on_event: called (sync or async) with each progress event.
 
     Raises:

@@ -56,6 +56,7 @@ from ..run.isolate import isolation_mode, resolve_isolation, resolve_limits_sett
 from ..run.lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from ..run.metering import GatewayRun, run_gateway, with_gateway
 from ..run.options import gateway_mode
+from ..run.pinning import host_pin, pin_option
 from ..run.summary import scenario_result
 from ..transcript import ErrorEntry, ResultEntry, SessionStartEntry, ToolCallEntry, TranscriptEntry
 from .findings import (
@@ -415,6 +416,7 @@ async def run_selftest(
     on_trial: TrialCallback | None = None,
     isolation: str | None = None,
     gateway: str | None = None,
+    host_version: str | None = None,
 ) -> SelftestOutcome:
     """Selftest the suite of the project at ``path`` and publish the report.
 
@@ -433,6 +435,8 @@ async def run_selftest(
         gateway: ``"on"`` or ``"off"``, overriding ``eval.gateway``: start the model
             gateway for the trials (the stand-in agents make no model call, so their
             figures are their own; docs/gateway.md).
+        host_version: a host version pin, checked as ``run`` checks it
+            (``invalid-host-version``); no host runs, so nothing is installed.
 
     Returns:
         The analysis, the report and their paths; ``exit_code`` is 0 when the suite
@@ -446,7 +450,9 @@ async def run_selftest(
     job_count, solutions_dir = _check_options(jobs, solutions)
     mode = isolation_mode(isolation)
     requested_gateway = gateway_mode(gateway)
+    requested = pin_option(host_version)
     suite = load_suite(path, scenario_filter=list(scenarios))
+    host_pin(requested, suite.project.eval)  # checked as a run checks it; no host runs
     found = find_solutions(suite, solutions_dir)
     plan, roles = _plan(suite, found.found)
     host = SelftestHost(roles)

@@ -31,6 +31,7 @@ from .._util.logs import get_logger
 from .._util.terminal import first_line, printable, shorten, use_color
 from ..report import (
     DiagnosticNotice,
+    HostInstallProgress,
     MetaConfig,
     ProgressEvent,
     RunFinished,
@@ -245,6 +246,10 @@ class ProgressPrinter:
             prefix = f"{event.scenario} "
         if isinstance(event, DiagnosticNotice):
             self._notice(event)
+        elif isinstance(event, HostInstallProgress):
+            from .hosts_render import install_line
+
+            self._line(install_line(event))
         elif isinstance(event, RunStarted):
             self.run_status.plan(event.total, event.jobs)
             self.config = event.config
