@@ -318,7 +318,8 @@ def test_warnings_name_differing_host_model_and_budget() -> None:
     )
     result = compare_reports(base, head)
     codes = _codes(list(result.warnings))
-    assert codes.count("compare-host-differs") == 2
+    assert codes.count("compare-host-differs") == 1
+    assert codes.count("compare-host-version-differs") == 1
     assert "compare-model-differs" in codes
     assert codes.count("compare-budget-differs") == 2  # timeoutMs and maxTokens, not trials
     budget = [w for w in result.warnings if w.code == "compare-budget-differs"]
@@ -497,7 +498,7 @@ def test_markdown_file_is_a_github_table(tmp_path: Path) -> None:
     assert row.endswith("🔴 regressed |")
     assert any(line.startswith("| **overall (stratified)** |") for line in lines)
     assert "Pass rate = passed / graded trials" in text
-    assert "> **Warning** `compare-host-differs`" in text
+    assert "> **Warning** `compare-host-version-differs`" in text
     assert text.endswith("\n")
     assert not list(tmp_path.glob(".summary.md.*"))
     assert "SCENARIO" in result.stdout  # the table still goes to stdout

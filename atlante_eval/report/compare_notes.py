@@ -12,7 +12,7 @@ from typing import Protocol
 
 from ..stats.planning import OneLookRule, detectable_drop, one_look_power, trials_for_power
 from ..stats.proportions import fisher_exact_two_sided
-from .models import OutputModel, RunReport, ScenarioResult
+from .models import Meta, OutputModel, RunReport, ScenarioResult
 from .results import statistics_of
 
 __all__ = [
@@ -44,7 +44,9 @@ class CompareWarning(OutputModel):
 
 
 WARNING_NEXT = {
-    "compare-host-differs": "compare runs of the same host and version to isolate the harness",
+    "compare-host-differs": "compare runs of the same host to isolate the harness",
+    "compare-host-version-differs": "pin the host version (eval.hostVersion, docs/hosts.md) so "
+    "both runs use the same one and the comparison isolates the harness",
     "compare-model-differs": "compare runs of the same model to isolate the harness",
     "compare-budget-differs": "compare runs with the same eval.budget to isolate the harness",
     "compare-scenario-changed": "a changed scenario measures something else; rerun BASE on it",
@@ -98,8 +100,8 @@ def condition_warnings(base: RunReport, head: RunReport, common: list[str]) -> l
 
     b, h = base.meta, head.meta
     differ("compare-host-differs", "host", b.host, h.host)
-    if b.host_version is not None and h.host_version is not None:
-        differ("compare-host-differs", "host version", b.host_version, h.host_version)
+    if None not in (b.host_version, h.host_version) and b.host_version != h.host_version:
+        found.append(_host_version_warning(b, h))
     differ("compare-model-differs", "model", b.model, h.model)
     for field, info in type(b.config).model_fields.items():
         if field == "trials":  # a different trial count changes n, which the statistics use
@@ -147,6 +149,20 @@ def condition_warnings(base: RunReport, head: RunReport, common: list[str]) -> l
                 )
             )
     return found
+
+
+def _host_version_warning(base: Meta, head: Meta) -> CompareWarning:
+    """``compare-host-version-differs``, saying where each host came from (a pin, or PATH)."""
+    shown = [
+        repr(m.host_version) + (f" ({m.host_source.kind})" if m.host_source else "")
+        for m in (base, head)
+    ]
+    return CompareWarning(
+        code="compare-host-version-differs",
+        message=f"the runs differ in host version: BASE {shown[0]}, HEAD {shown[1]}",
+        base=base.host_version,
+        head=head.host_version,
+    )
 
 
 def _scenario_changed(old: ScenarioResult, new: ScenarioResult, same_conditions: bool) -> bool:

@@ -22,7 +22,15 @@ from pathlib import Path
 from .._util.paths import display_path
 from ..diagnostics import DiagnosticError, error
 from .loading import load_report, report_path
-from .models import REPORT_FILE, Meta, RunReport, ScenarioResult, ShardBalance, TrialResult
+from .models import (
+    REPORT_FILE,
+    HostSource,
+    Meta,
+    RunReport,
+    ScenarioResult,
+    ShardBalance,
+    TrialResult,
+)
 from .publish import PublishError, atomic_write, new_run_id, report_failed, reserve_report_dir
 from .results import finalize, summarize
 from .usage import GatewaySummary
@@ -170,6 +178,7 @@ def _check_same_run(shards: list[ShardReport]) -> None:
             ("engine version", shard.report.meta.atlante, first.report.meta.atlante),
             ("host", shard.report.meta.host, first.report.meta.host),
             ("host version", shard.report.meta.host_version, first.report.meta.host_version),
+            ("host source", _host_of(shard.report.meta), _host_of(first.report.meta)),
             ("budget", shard.report.meta.config, first.report.meta.config),
         ):
             if value != expected:
@@ -274,6 +283,7 @@ def _merge_meta(metas: list[Meta]) -> Meta:
         "totals": None,  # recomputed by finalize()
         "shard_balance": _merge_balance(metas),
         "gateway": _merge_gateway(metas),
+        "host_source": _merge_host_source(metas),
     }
     # Any other optional field (e.g. resumedFrom) stands only when every shard agrees.
     for field, info in Meta.model_fields.items():
@@ -283,6 +293,24 @@ def _merge_meta(metas: list[Meta]) -> Meta:
         if any(value != values[0] for value in values):
             update[field] = None
     return metas[0].model_copy(update=update)
+
+
+def _host_of(meta: Meta) -> str | None:
+    """What every shard's host must share: pinned (with its package integrity) or PATH's."""
+    source = meta.host_source
+    if source is None:
+        return None
+    return f"{source.kind} {source.integrity}" if source.integrity else source.kind
+
+
+def _merge_host_source(metas: list[Meta]) -> HostSource | None:
+    """The shards' common host source; the executable only when every shard ran the same."""
+    first = metas[0].host_source
+    if first is None or any(m.host_source is None for m in metas):
+        return None
+    if any(m.host_source != first for m in metas):
+        return first.model_copy(update={"executable": None})
+    return first
 
 
 def _split_of(meta: Meta) -> tuple[object, ...] | None:
