@@ -101,7 +101,7 @@ class NpmRegistry:
     """When set to an Event, tarball responses wait until it is set."""
     tarball_requested: threading.Event = field(default_factory=threading.Event)
     """Set when a tarball is first requested."""
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Condition = field(default_factory=threading.Condition)
 
     def publish(
         self,
@@ -126,6 +126,14 @@ class NpmRegistry:
     def _note(self, kind: str, name: str) -> None:
         with self._lock:
             self.requests[f"{kind} {name}"] += 1
+            self._lock.notify_all()
+
+    def wait_for(self, kind: str, name: str, count: int) -> bool:
+        """Block until ``name`` got ``count`` requests of ``kind`` (a hang guard bounds it)."""
+        with self._lock:
+            return self._lock.wait_for(
+                lambda: self.requests[f"{kind} {name}"] >= count, HOLD_GUARD_S
+            )
 
     def packument(self, name: str) -> dict[str, Any] | None:
         """The package document npm reads, or ``None`` for an unknown package."""
@@ -170,7 +178,7 @@ def _bins(data: bytes) -> dict[str, str]:
 
 def _handler(registry: NpmRegistry) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        def log_message(self, format: str, *args: Any) -> None:
             """Keep the test output quiet."""
 
         def _send(self, status: int, body: bytes, kind: str) -> None:

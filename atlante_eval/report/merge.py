@@ -173,13 +173,14 @@ def _check_same_run(shards: list[ShardReport]) -> None:
             next_step="merge reports written by `atlante-eval run --shard I/N`",
         )
     for shard in shards[1:]:
+        # What the plan digest covers comes first: the message names what differs.
         for what, value, expected in (
-            ("plan digest", shard.report.meta.plan_digest, first.report.meta.plan_digest),
             ("engine version", shard.report.meta.atlante, first.report.meta.atlante),
             ("host", shard.report.meta.host, first.report.meta.host),
             ("host version", shard.report.meta.host_version, first.report.meta.host_version),
             ("host source", _host_of(shard.report.meta), _host_of(first.report.meta)),
             ("budget", shard.report.meta.config, first.report.meta.config),
+            ("plan digest", shard.report.meta.plan_digest, first.report.meta.plan_digest),
         ):
             if value != expected:
                 raise _mismatch(
