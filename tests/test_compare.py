@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 
 from atlante_eval import RunReport, ScenarioResult, compare_reports, run_eval
 from atlante_eval.cli import app
-from atlante_eval.report import summarize
+from atlante_eval.report import HostSource, summarize
 from atlante_eval.report.compare import gate_fails
 from atlante_eval.stats import holm_adjust
 from atlante_eval.stats.proportions import compare_proportions, fisher_exact_two_sided
@@ -326,6 +326,21 @@ def test_warnings_name_differing_host_model_and_budget() -> None:
     assert "timeoutMs" in budget[0].message
     assert (budget[0].base, budget[0].head) == ("600000", "60000")
     assert result.scenarios["s"].verdict == "inconclusive"
+
+
+def test_a_host_version_change_says_where_each_host_came_from() -> None:
+    """compare-host-version-differs names both versions and whether each was pinned."""
+    managed = HostSource(kind="managed", package="opencode-ai@1.2.3", integrity="sha512-a")
+    base = report({"s": counts(3)}, host_source=managed)
+    head = report({"s": counts(3)}, host_version="1.2.4", host_source=HostSource(kind="path"))
+    [warned] = [w for w in compare_reports(base, head).warnings if "host" in w.code]
+    assert warned.code == "compare-host-version-differs"
+    assert warned.message == (
+        "the runs differ in host version: BASE '1.2.3' (managed), HEAD '1.2.4' (path)"
+    )
+    assert (warned.base, warned.head) == ("1.2.3", "1.2.4")
+    same = report({"s": counts(3)}, host_source=HostSource(kind="path"))
+    assert not [w for w in compare_reports(base, same).warnings if "host" in w.code]
 
 
 def _fingerprinted(fingerprint: str) -> ScenarioResult:

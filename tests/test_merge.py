@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 from atlante_eval import RunReport, TrialResult, load_report, merge_reports, run_eval
 from atlante_eval.cli import app
 from atlante_eval.diagnostics import DiagnosticError
-from atlante_eval.report import OriginInfo, finalize, summarize
+from atlante_eval.report import HostSource, OriginInfo, finalize, summarize
 from atlante_eval.report.merge import ShardReport, parse_shard_label
 
 TRIALS = 4
@@ -190,6 +190,30 @@ def test_refuses_different_plan_digests() -> None:
     assert (
         message == "other.json belongs to another run: its plan digest differs from shard1.json's"
     )
+
+
+def _managed(integrity: str, executable: str) -> HostSource:
+    return HostSource(
+        kind="managed", executable=executable, package="opencode-ai@1.2.3", integrity=integrity
+    )
+
+
+def test_shards_of_one_pinned_copy_merge_and_others_are_refused() -> None:
+    """Pinned shards on different machines merge (their common source); a PATH shard does not."""
+    sources = {i: _managed("sha512-a", f"/home/m{i}/claude") for i in (1, 2, 3)}
+    shards = [ShardReport(f"s{i}", _shard(i, host_source=sources[i])) for i in (1, 2, 3)]
+    merged = merge_reports(shards)
+    assert merged.meta.host_source == _managed("sha512-a", "").model_copy(
+        update={"executable": None}
+    )
+    same = merge_reports(
+        [ShardReport(f"s{i}", _shard(i, host_source=sources[1])) for i in (1, 2, 3)]
+    )
+    assert same.meta.host_source == sources[1]
+    path = HostSource(kind="path", executable="/usr/bin/opencode")
+    for odd in (path, _managed("sha512-b", "/x")):
+        message = _refusal([*shards[:2], ShardReport("odd.json", _shard(3, host_source=odd))])
+        assert message == "odd.json belongs to another run: its host source differs from s1's"
 
 
 def test_refuses_a_duplicate_shard() -> None:

@@ -156,6 +156,19 @@ def test_each_host_declares_what_its_sessions_need(name: HostName) -> None:
     assert parser.error is None
 
 
+@pytest.mark.parametrize("name", get_args(HostName))
+def test_each_hosts_release_names_its_command_and_runs_a_given_executable(name: HostName) -> None:
+    """The npm package's executable is the host's command; a managed copy's path is honoured."""
+    host = HOST_FACTORIES[name]()
+    assert isinstance(host, CliHost)
+    assert NATIVE_HOSTS[name].command == host.command
+    assert NATIVE_HOSTS[name].versions
+    assert NATIVE_HOSTS[name].package
+    managed = HOST_FACTORIES[name]("/cache/node_modules/.bin/x")
+    assert isinstance(managed, CliHost)
+    assert managed._binary == "/cache/node_modules/.bin/x"
+
+
 def test_each_host_reads_its_own_stream() -> None:
     """No two hosts share a stream parser or a command name."""
     hosts = [factory() for factory in HOST_FACTORIES.values()]
