@@ -253,26 +253,44 @@ def test_install_script_pins_match_the_realhost_tests() -> None:
     assert f'OPENCODE_VERSION="{OPENCODE_VERSION}"' in text
 
 
-def test_install_script_skips_npm_when_the_cache_is_current(tmp_path: Path) -> None:
-    """A cache holding the pinned versions is reused: only its bin dir is printed."""
+def test_install_script_only_checks_an_intact_cache(tmp_path: Path) -> None:
+    """A cache holding the pinned versions intact is reused: no npm, its directory printed."""
     import subprocess
+    import sys
 
-    from realhost.hosts import PACKAGES
+    from hostcachekit import closed_port
+    from npmregistry import npm_env, require_npm, serve_registry, standin_host_package
+    from realhost.hosts import PINNED
 
-    prefix = tmp_path / "hosts"
-    bin_dir = prefix / "node_modules" / ".bin"
-    for exe, (package, version) in PACKAGES.items():
-        manifest = prefix / "node_modules" / package / "package.json"
-        manifest.parent.mkdir(parents=True)
-        manifest.write_text(json.dumps({"name": package, "version": version}, indent=2))
-        write_stub(bin_dir, exe, version=version)
-    result = subprocess.run(
+    from atlante_eval.hosts.cache import HostPin
+
+    require_npm()
+    cache = tmp_path / "host-cache"
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    with serve_registry() as registry:
+        for host, version in PINNED.items():
+            pin = HostPin(host, version)  # type: ignore[arg-type]
+            files, _ = standin_host_package(tmp_path / host, pin.command, version)
+            registry.publish(pin.package, version, files)
+        first = subprocess.run(
+            ["bash", str(INSTALL_SCRIPT)],
+            env={**env, **npm_env(tmp_path, registry.url), "ATLANTE_EVAL_HOST_CACHE": str(cache)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert first.returncode == 0, first.stderr
+        assert first.stdout == f"{cache}\n"
+        assert "installing claude-code" in first.stderr
+    offline = npm_env(tmp_path, f"http://127.0.0.1:{closed_port()}/")
+    again = subprocess.run(
         ["bash", str(INSTALL_SCRIPT)],
-        env={"PATH": "/usr/bin:/bin", "ATLANTE_EVAL_HOSTS_PREFIX": str(prefix)},
+        env={**env, **offline, "ATLANTE_EVAL_HOST_CACHE": str(cache)},
         capture_output=True,
         text=True,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == f"{bin_dir}\n"
-    assert "installing" not in result.stderr
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == f"{cache}\n"
+    assert "installing" not in again.stderr
+    assert "already installed, integrity checked" in again.stderr

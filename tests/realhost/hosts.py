@@ -1,26 +1,36 @@
-"""Locate the real ``claude`` and ``opencode`` CLIs, installing the pinned versions if needed.
+"""Locate the real ``claude`` and ``opencode`` CLIs: the pinned versions in the managed host cache.
 
-Order of precedence:
+The real-host tests run the hosts the way a pinned project does: from
+atlante-eval's managed host cache (``$ATLANTE_EVAL_HOST_CACHE``, else
+``${XDG_CACHE_HOME:-~/.cache}/atlante-eval/hosts``), each version checked against
+its recorded integrity before use. A version the cache lacks is installed there
+with :func:`atlante_eval.hosts.managed.install_host` (npm, which reuses its own
+cache of the tarballs), unless ``ATLANTE_EVAL_HOST_INSTALL=0``;
+``tools/install_hosts.sh`` does the same ahead of time (CI). The cache's lock
+makes concurrent test runs install once.
 
-1. ``ATLANTE_EVAL_HOST_BIN_DIR``: a directory holding both executables, used as is.
-2. The cache ``$XDG_CACHE_HOME/atlante-eval/hosts`` (default ``~/.cache/...``): used when
-   its ``node_modules`` holds exactly the pinned versions; otherwise, when ``npm`` is on
-   PATH and ``ATLANTE_EVAL_HOST_INSTALL`` is not ``0``, the pinned versions are installed
-   there with ``npm install --prefix`` (into a staging folder, then renamed into place).
+:func:`locate_hosts` returns a directory holding ``claude`` and ``opencode``
+links to the cached executables, for tests that start the CLIs themselves; tests
+that go through ``run_eval`` pin the versions (:data:`PINNED`) and run them from
+the cache as a user's pinned run does.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
+import hashlib
 import os
-import shutil
-import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator, Mapping
+import tempfile
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
+
+import anyio
+
+from atlante_eval.diagnostics import DiagnosticError
+from atlante_eval.hosts.cache import host_cache_root
+from atlante_eval.hosts.managed import cached_host, install_host
+from atlante_eval.report import HostInstallProgress
 
 CLAUDE_CODE_VERSION = "2.1.332"
 """The Claude Code release the real-host tests are written against."""
@@ -28,23 +38,21 @@ CLAUDE_CODE_VERSION = "2.1.332"
 OPENCODE_VERSION = "1.18.33"
 """The OpenCode release the real-host tests are written against."""
 
-PACKAGES: Mapping[str, tuple[str, str]] = {
-    "claude": ("@anthropic-ai/claude-code", CLAUDE_CODE_VERSION),
-    "opencode": ("opencode-ai", OPENCODE_VERSION),
-}
-"""Executable name -> (npm package, pinned version)."""
+PINNED: Mapping[str, str] = {"claude-code": CLAUDE_CODE_VERSION, "opencode": OPENCODE_VERSION}
+"""Host name -> the version the real-host tests pin."""
 
-BIN_DIR_ENV = "ATLANTE_EVAL_HOST_BIN_DIR"
-"""Names a directory that holds ``claude`` and ``opencode``; skips the cache and npm."""
+EXECUTABLES: Mapping[str, str] = {"claude": "claude-code", "opencode": "opencode"}
+"""Executable name -> host name."""
 
 REQUIRE_ENV = "ATLANTE_EVAL_REQUIRE_REAL_HOSTS"
 """Set to ``1`` to make unavailable hosts a test failure instead of a skip (CI)."""
 
 INSTALL_ENV = "ATLANTE_EVAL_HOST_INSTALL"
-"""Set to ``0`` to never run npm; missing hosts are then simply unavailable."""
+"""Set to ``0`` to never run npm; versions missing from the cache are then unavailable."""
 
-INSTALL_TIMEOUT = 900.0
-"""Seconds allowed for ``npm install`` (measured: 11-20 s, about 740 MB)."""
+
+class HostsUnavailableError(RuntimeError):
+    """Raised by :func:`locate_hosts` when the CLIs are neither cached nor installable."""
 
 
 SAY_PREFIX = "atlante-eval tests:"
@@ -57,152 +65,79 @@ def say_on_stderr(line: str) -> None:
     sys.stderr.flush()
 
 
-def engine_warnings(log: str) -> list[str]:
-    """npm's warnings that Node is too old for a host (``npm warn EBADENGINE ...``)."""
-    return [line for line in log.splitlines() if "EBADENGINE" in line]
+def _progress(say: Callable[[str], None]) -> Callable[[HostInstallProgress], None]:
+    """Each install step as one line: before a version's install and after it."""
+    from atlante_eval.views.hosts_render import install_line
+
+    def progress(event: HostInstallProgress) -> None:
+        say(f"{SAY_PREFIX} {install_line(event)}")
+
+    return progress
 
 
-class HostsUnavailableError(RuntimeError):
-    """Raised by :func:`locate_hosts` when the CLIs are neither found nor installable."""
-
-
-def default_cache_dir() -> Path:
-    """Return the npm prefix the pinned hosts are installed into."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "atlante-eval" / "hosts"
-
-
-def bin_dir_of(prefix: Path) -> Path:
-    """Return the directory of executables of an npm prefix."""
-    return prefix / "node_modules" / ".bin"
-
-
-def missing_executables(bin_dir: Path) -> list[str]:
-    """Return the host executables absent from ``bin_dir`` (or not executable)."""
-    return [
-        name
-        for name in PACKAGES
-        if not (bin_dir / name).is_file() or not os.access(bin_dir / name, os.X_OK)
-    ]
-
-
-def installed_versions(prefix: Path) -> dict[str, str | None]:
-    """Return each host's version installed under ``prefix`` (None when absent)."""
-    versions: dict[str, str | None] = {}
-    for name, (package, _) in PACKAGES.items():
-        manifest = prefix / "node_modules" / package / "package.json"
-        try:
-            versions[name] = json.loads(manifest.read_text())["version"]
-        except (OSError, ValueError, KeyError):
-            versions[name] = None
-    return versions
-
-
-def is_current(prefix: Path) -> bool:
-    """Tell whether ``prefix`` holds exactly the pinned versions, with their executables."""
-    pinned = {name: version for name, (_, version) in PACKAGES.items()}
-    return installed_versions(prefix) == pinned and not missing_executables(bin_dir_of(prefix))
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` so concurrent test runs install only once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with Path(path).open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def install_hosts(
-    prefix: Path,
-    *,
-    npm: str = "npm",
-    timeout: float = INSTALL_TIMEOUT,
-    say: Callable[[str], None] = say_on_stderr,
-) -> Path:
-    """Install the pinned hosts into ``prefix`` with npm and return their bin directory.
-
-    The install goes to a staging folder first and is renamed into place only when it
-    succeeded, so an interrupted install never leaves a half-populated cache. ``say``
-    gets one line before the install and one after it, with npm's warnings that the
-    installed Node is too old in between (the log keeps everything npm printed).
+def managed_executables(
+    *, install: bool, say: Callable[[str], None] = say_on_stderr
+) -> dict[str, Path]:
+    """Each pinned host's executable in the managed cache, installing what is missing.
 
     Raises:
-        HostsUnavailableError: npm failed, timed out, or installed other versions.
+        HostsUnavailableError: a version is missing or broken and may not (or could
+            not) be installed.
     """
-    with _locked(prefix.parent / f".{prefix.name}.lock"):
-        if is_current(prefix):
-            return bin_dir_of(prefix)
-        staging = prefix.parent / f".{prefix.name}.staging-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        specs = [f"{package}@{version}" for package, version in PACKAGES.values()]
-        argv = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", *specs]
-        log = staging.parent / f".{prefix.name}.install.log"
-        pinned = " and ".join(f"{exe} {version}" for exe, (_, version) in PACKAGES.items())
-        say(
-            f"{SAY_PREFIX} installing the real hosts ({pinned}, about 740 MB, once) "
-            f"into {prefix} with npm; log: {log}"
-        )
-        began = time.monotonic()
-        try:
-            with Path(log).open("w") as out:
-                subprocess.run(
-                    argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=True
+    found: dict[str, Path] = {}
+    for host, version in PINNED.items():
+        entry = cached_host(host, version)
+        if not entry.ok and not install:
+            raise HostsUnavailableError(
+                f"{host} {version} is {entry.state} in the managed host cache "
+                f"{host_cache_root()} ({INSTALL_ENV}=0); run tools/install_hosts.sh"
+            )
+        if not entry.ok:
+            try:
+                entry, _ = anyio.run(
+                    partial(install_host, host, version, on_progress=_progress(say))
                 )
-        except (OSError, subprocess.SubprocessError) as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            say(f"{SAY_PREFIX} installing the real hosts failed: {exc} (log: {log})")
-            raise HostsUnavailableError(f"{' '.join(argv)} failed: {exc}\n{tail}") from exc
-        for warning in engine_warnings(log.read_text(errors="replace")):
-            say(warning)
-        if not is_current(staging):
-            found = installed_versions(staging)
-            shutil.rmtree(staging, ignore_errors=True)
-            raise HostsUnavailableError(f"npm installed {found}, expected the pinned {PACKAGES}")
-        shutil.rmtree(prefix, ignore_errors=True)
-        staging.rename(prefix)
-        say(
-            f"{SAY_PREFIX} installed {pinned} in {time.monotonic() - began:.0f} s; "
-            f"the tests use {bin_dir_of(prefix)}"
-        )
-        return bin_dir_of(prefix)
+            except DiagnosticError as exc:
+                raise HostsUnavailableError(
+                    "; ".join(f"[{d.code}] {d.message}: {d.cause}" for d in exc.diagnostics)
+                ) from None
+        found[host] = entry.executable
+    return found
+
+
+def bin_dir_of(executables: Mapping[str, Path]) -> Path:
+    """A directory of ``claude`` and ``opencode`` links to ``executables`` (made once, shared)."""
+    by_name = {name: executables[host] for name, host in EXECUTABLES.items()}
+    key = "\n".join(f"{name}={path}" for name, path in sorted(by_name.items()))
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    target = Path(tempfile.gettempdir()) / f"atlante-realhost-bin-{os.getuid()}-{digest}"
+    if all((target / name).resolve() == path.resolve() for name, path in by_name.items()):
+        return target
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=target.parent))
+    for name, path in by_name.items():
+        (staging / name).symlink_to(path)
+    try:
+        staging.rename(target)
+    except OSError:  # another process made it first: the same links
+        for name in by_name:
+            (staging / name).unlink()
+        staging.rmdir()
+    return target
 
 
 def locate_hosts(
     *, install: bool | None = None, say: Callable[[str], None] = say_on_stderr
 ) -> Path:
-    """Return a directory holding the real ``claude`` and ``opencode`` executables.
+    """Return a directory holding links to the pinned, checked ``claude`` and ``opencode``.
 
     Args:
-        install: Whether npm may install the pinned versions into the cache; by default
-            yes unless ``ATLANTE_EVAL_HOST_INSTALL=0``.
-        say: Where an install prints its lines (:func:`install_hosts`).
+        install: Whether npm may install missing versions into the managed cache; by
+            default yes unless ``ATLANTE_EVAL_HOST_INSTALL=0``.
+        say: receives a line before each version's install and one after it.
 
     Raises:
-        HostsUnavailableError: the hosts are not found and cannot be installed.
+        HostsUnavailableError: the hosts are not cached and cannot be installed.
     """
-    explicit = os.environ.get(BIN_DIR_ENV)
-    if explicit:
-        bin_dir = Path(explicit)
-        missing = missing_executables(bin_dir)
-        if missing:
-            raise HostsUnavailableError(f"{BIN_DIR_ENV}={explicit} lacks {', '.join(missing)}")
-        return bin_dir
-    prefix = default_cache_dir()
-    if is_current(prefix):
-        return bin_dir_of(prefix)
     if install is None:
         install = os.environ.get(INSTALL_ENV, "1") != "0"
-    npm = shutil.which("npm")
-    if not install or npm is None:
-        why = "npm is not on PATH" if npm is None else f"{INSTALL_ENV}=0"
-        raise HostsUnavailableError(
-            f"real hosts not installed in {prefix} and {why}; set {BIN_DIR_ENV} "
-            "to a directory holding claude and opencode"
-        )
-    return install_hosts(prefix, npm=npm, say=say)
+    return bin_dir_of(managed_executables(install=install, say=say))

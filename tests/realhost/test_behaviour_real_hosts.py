@@ -22,6 +22,7 @@ from atlante_eval import RunReport, TrialResult, run_eval
 
 from .environment import leftovers, real_host_environment
 from .fixtures import require_hosts
+from .hosts import PINNED
 from .mock_model import CallTool, MockModelServer, Reply, RunBash, Script, WriteFile
 
 pytestmark = pytest.mark.realhost
@@ -121,7 +122,11 @@ def graded(
             fixtures=fixtures,
             eval_extra={"model": model, "budget": {"trials": 1, "timeoutMs": 120_000}},
         )
-        report = anyio.run(lambda: run_eval(project, jobs=2, out=tmp / "out", pass_env=pass_env))
+        report = anyio.run(
+            lambda: run_eval(
+                project, jobs=2, out=tmp / "out", pass_env=pass_env, host_version=PINNED[host]
+            )
+        )
         assert leftovers(marker) == []
         yield Graded(host=host, report=report)
 

@@ -35,9 +35,11 @@ from factory import CheckDoc, make_project, scenario
 from isolationkit import require_bwrap
 
 from atlante_eval import RunReport, TrialResult, run_eval
+from atlante_eval.project.native import NATIVE_HOSTS
 
 from .environment import HOSTS, MARKER_VAR, leftovers, real_host_environment
 from .fixtures import require_hosts
+from .hosts import PINNED
 from .mock_model import (
     Fail,
     MockModelServer,
@@ -185,7 +187,7 @@ def host_run(
     model = "mock-model" if host == "claude-code" else "mock/mock-model"
     fixtures = {"eval/fixtures/app": {"README.md": "hi\n", "sub/keep.txt": "keep\n"}}
     budget: dict[str, Any] = {"trials": 1, "maxTokens": MAX_TOKENS}
-    config: dict[str, Any] = {"model": model, "budget": budget}
+    config: dict[str, Any] = {"model": model, "budget": budget, "hostVersion": PINNED[host]}
     with (
         MockModelServer(scripts()) as mock,
         real_host_environment(host, mock, tmp, bin_dir=bin_dir, marker=marker) as pass_env,
@@ -244,7 +246,15 @@ def test_passing_trials_write_the_file_and_pass_every_check(host_run: HostRun) -
         assert trial.budget_unmonitored is None
         assert trial.host_evidence is None
     assert host_run.pair.meta.host == host_run.host
-    assert host_run.pair.meta.host_version in ("2.1.332", "1.18.33")
+    assert host_run.pair.meta.host_version == PINNED[host_run.host]
+    source = host_run.pair.meta.host_source  # the pinned managed copy, not PATH's
+    assert source is not None
+    assert (source.kind, source.package) == (
+        "managed",
+        f"{NATIVE_HOSTS[host_run.host].package}@{PINNED[host_run.host]}",
+    )
+    assert source.integrity is not None
+    assert source.integrity.startswith("sha512-")
     # Through the gateway (on by default): the model is the one the mock said it served,
     # the figures are the gateway's, and the host counted the same.
     assert all(t.model == "mock-model" for t in trials)

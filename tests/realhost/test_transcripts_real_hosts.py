@@ -37,6 +37,7 @@ from atlante_eval.transcript import (
 
 from .environment import leftovers, real_host_environment
 from .fixtures import require_hosts
+from .hosts import PINNED
 from .mock_model import CallTool, Fail, MockModelServer, Reply, RunBash, Script, WriteFile
 
 pytestmark = pytest.mark.realhost
@@ -135,7 +136,9 @@ def recorded(
             eval_extra={"model": model, "budget": {"trials": 1, "timeoutMs": 120_000}},
         )
         out = tmp / "out"
-        report = anyio.run(lambda: run_eval(project, jobs=2, out=out, pass_env=pass_env))
+        report = anyio.run(
+            lambda: run_eval(project, jobs=2, out=out, pass_env=pass_env, host_version=PINNED[host])
+        )
         assert leftovers(marker) == []
         [run_dir] = [p for p in out.iterdir() if (p / "report.json").exists()]
         (tmp_path_factory.getbasetemp() / f"{host}-run").write_text(str(run_dir))

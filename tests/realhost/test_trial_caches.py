@@ -24,6 +24,7 @@ from atlante_eval import run_eval
 
 from .environment import HOSTS, real_host_environment
 from .fixtures import require_hosts
+from .hosts import PINNED
 from .mock_model import MockModelServer, Reply, RunBash, Script, WriteFile
 
 pytestmark = pytest.mark.realhost
@@ -93,7 +94,11 @@ def test_cache_writes_of_one_trial_do_not_reach_the_next(host: str, tmp_path: Pa
             tmp_path / "project",
             host=host,
             scenarios=scenarios,
-            eval_extra={"model": model, "budget": {"trials": 1, "maxTokens": 400_000}},
+            eval_extra={
+                "model": model,
+                "budget": {"trials": 1, "maxTokens": 400_000},
+                "hostVersion": PINNED[host],
+            },
         )
         report = anyio.run(
             lambda: run_eval(
