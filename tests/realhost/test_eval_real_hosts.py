@@ -35,7 +35,7 @@ from factory import CheckDoc, make_project, scenario
 from isolationkit import require_bwrap
 
 from atlante_eval import RunReport, TrialResult, run_eval
-from atlante_eval.project.native import NATIVE_HOSTS
+from atlante_eval.project.native import native_host
 
 from .environment import HOSTS, MARKER_VAR, leftovers, real_host_environment
 from .fixtures import require_hosts
@@ -248,11 +248,10 @@ def test_passing_trials_write_the_file_and_pass_every_check(host_run: HostRun) -
     assert host_run.pair.meta.host == host_run.host
     assert host_run.pair.meta.host_version == PINNED[host_run.host]
     source = host_run.pair.meta.host_source  # the pinned managed copy, not PATH's
+    known = native_host(host_run.host)
     assert source is not None
-    assert (source.kind, source.package) == (
-        "managed",
-        f"{NATIVE_HOSTS[host_run.host].package}@{PINNED[host_run.host]}",
-    )
+    assert known is not None
+    assert (source.kind, source.package) == ("managed", f"{known.package}@{PINNED[host_run.host]}")
     assert source.integrity is not None
     assert source.integrity.startswith("sha512-")
     # Through the gateway (on by default): the model is the one the mock said it served,
