@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +42,7 @@ def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NpmReg
         for name, value in npm_env(tmp_path, served.url).items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("ATLANTE_EVAL_HOST_CACHE", str(tmp_path / "host-cache"))
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the links' directory
         for name in (INSTALL_ENV, REQUIRE_ENV):
             monkeypatch.delenv(name, raising=False)
         yield served
@@ -51,6 +53,7 @@ def test_the_pinned_versions_are_installed_once_then_reused(
 ) -> None:
     """An empty cache gets both pinned versions from npm; later lookups only check them."""
     bin_dir = locate_hosts()
+    assert bin_dir.parent == tmp_path
     for name, host in (("claude", "claude-code"), ("opencode", "opencode")):
         link = bin_dir / name
         assert link.resolve().is_relative_to(tmp_path / "host-cache" / host / PINNED[host])
