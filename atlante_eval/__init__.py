@@ -24,11 +24,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "history.location": ("parse_history_url",),
     "history.store": ("HistoryStore", "open_store"),
     "hosts": ("Host", "HostError", "SessionEnd", "SessionUsage", "TrialContext"),
+    "hosts.cache": ("CachedHost",),
+    "hosts.managed": ("cached_host", "install_host", "list_hosts", "remove_host"),
     "project.suite": ("Suite", "load_suite"),
     "report.behaviour": ("BehaviourDeltas", "ScenarioBehaviour"),
     "report.compare": ("CompareResult", "compare_reports"),
     "report.events": (
         "DiagnosticNotice",
+        "HostInstallProgress",
         "ProgressEvent",
         "RunFinished",
         "RunStarted",
@@ -64,6 +67,11 @@ if TYPE_CHECKING:
     from .hosts import SessionEnd as SessionEnd
     from .hosts import SessionUsage as SessionUsage
     from .hosts import TrialContext as TrialContext
+    from .hosts.cache import CachedHost as CachedHost
+    from .hosts.managed import cached_host as cached_host
+    from .hosts.managed import install_host as install_host
+    from .hosts.managed import list_hosts as list_hosts
+    from .hosts.managed import remove_host as remove_host
     from .project.suite import Suite as Suite
     from .project.suite import load_suite as load_suite
     from .report.behaviour import BehaviourDeltas as BehaviourDeltas
@@ -71,6 +79,7 @@ if TYPE_CHECKING:
     from .report.compare import CompareResult as CompareResult
     from .report.compare import compare_reports as compare_reports
     from .report.events import DiagnosticNotice as DiagnosticNotice
+    from .report.events import HostInstallProgress as HostInstallProgress
     from .report.events import ProgressEvent as ProgressEvent
     from .report.events import RunFinished as RunFinished
     from .report.events import RunStarted as RunStarted
