@@ -3,7 +3,8 @@
 The real ``claude`` and ``opencode`` CLIs (``ATLANTE_EVAL_HOST_BIN_DIR``, else the
 pinned versions in the managed host cache, as the real-host tests find them) run
 ``TRIALS`` one-trial scenarios at ``--jobs 1`` and at ``--jobs 2`` against the
-scripted mock model server of ``tests/realhost`` on 127.0.0.1 (the mock is also the hosts' HTTP(S) proxy, so other traffic is seen and
+scripted mock model server of ``tests/realhost`` on 127.0.0.1 (the mock is also
+the hosts' HTTP(S) proxy, so other traffic is seen and
 refused). Each scenario writes ``hello.txt``, runs one shell command and answers;
 its checks must pass. Per trial the bench records, from a metering wrapper around
 the host binary (:mod:`bench.hostmeter`): the host's CPU-seconds (user + system of
