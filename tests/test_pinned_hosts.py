@@ -333,3 +333,20 @@ def test_validate_and_selftest_take_host_version(world: World) -> None:
     assert shown["hostSource"]["integrity"] == world.published[PINNED].integrity
     assert calls(world.on_path) == []
     assert [c["argv"][1:] for c in calls(world.managed[PINNED])] == [["--version"]]
+
+
+def test_a_given_host_of_another_version_is_refused_under_a_pin(world: World) -> None:
+    """run_eval(host=...) with a pin: a host that probes another version does not run."""
+    from standin import StandinHost
+
+    from atlante_eval import DiagnosticError, run_eval
+
+    host = StandinHost()
+    with pytest.raises(DiagnosticError) as caught:
+        anyio.run(lambda: run_eval(world.project, host=host))
+    [problem] = caught.value.diagnostics
+    assert problem.code == "eval-host-unsupported-version"
+    assert problem.message == f"standin reports version 1.0.0, but the run is pinned to {PINNED}"
+    assert caught.value.exit_code == 3
+    assert host.sessions == 0
+    assert not world.cache.exists()  # a given host is never replaced by a managed copy

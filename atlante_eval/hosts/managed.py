@@ -17,6 +17,7 @@ import errno
 import fcntl
 import inspect
 import os
+import re
 import secrets
 import shlex
 import time
@@ -247,6 +248,8 @@ async def _install(
         if failure is not None:
             raise install_failed(pin, layout.directory, failure)
         cached = await anyio.to_thread.run_sync(_move_into_place, layout, staging)
+    except OSError as exc:  # the cache cannot be written (full, read-only, permissions)
+        raise install_failed(pin, layout.directory, f"the cache cannot be written: {exc}") from None
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(remove_tree, staging)
@@ -265,11 +268,29 @@ def _npm_failure(result: ProcessResult, env: Mapping[str, str]) -> str | None:
         return f"npm did not finish within {INSTALL_TIMEOUT_S / 60:.0f} minutes"
     if result.returncode == 0:
         return None
-    tail = (result.stderr.strip() or result.stdout.strip())[-1200:] or "no output"
+    words = _npm_words(result.stderr.strip() or result.stdout.strip()) or "no output"
     for secret in secret_values(env):
         if len(secret) >= 4:
-            tail = tail.replace(secret, "***")
-    return f"npm exited {result.returncode}: {tail}"
+            words = words.replace(secret, "***")
+    return f"npm exited {result.returncode}: {words}"
+
+
+_NPM_PREFIX = re.compile(r"^npm (?:error|ERR!) ?")
+#: A field of the error object npm prints after the message (``errno: 'ECONNREFUSED',``).
+_NPM_FIELD = re.compile(r"^\w+: .*,$")
+
+
+def _npm_words(output: str) -> str:
+    """npm's error lines without their prefix and stack frames, and where its log is."""
+    kept: list[str] = []
+    for raw in output.splitlines():
+        line = _NPM_PREFIX.sub("", raw).strip()
+        if line.startswith("at ") or line in ("", "{", "}") or _NPM_FIELD.match(line):
+            continue
+        kept.append(line)
+    log = [line for line in kept if "complete log of this run" in line]
+    shown = [line for line in kept if line not in log][:8]
+    return "\n".join([*shown, *log])[-1500:]
 
 
 def _move_into_place(layout: CacheLayout, staging: Path) -> CachedHost:
