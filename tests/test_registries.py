@@ -27,6 +27,7 @@ from atlante_eval.choices import CheckType, CoreCheckType, HistoryBackend, HostN
 from atlante_eval.hosts import HOST_FACTORIES, SessionUsage, model_endpoints
 from atlante_eval.hosts.session import CliHost
 from atlante_eval.project import AnyCheck
+from atlante_eval.project.native import NATIVE_HOSTS
 from atlante_eval.project.scenarios import Check
 from atlante_eval.project.validation import CHECK_TAGS, CheckModel, Regex
 from atlante_eval.views.formats import CompareFormat, RunReportFormat
