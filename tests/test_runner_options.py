@@ -141,8 +141,8 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "--scenario a* --scenario b --trials 2 --jobs 3 --out reports --keep --pass-env "
             "FOO --retry-infra 1 --resume earlier --shard 2/3 --balance duration --balance-from "
             "durations.json --last-failed --no-html --isolation os --gateway off --history "
-            "h.sqlite --alert-webhook http://127.0.0.1:9/hook --limit memoryMb=512 --limit cpus=0.5 "
-            "--host-version 2.1.332"
+            "h.sqlite --alert-webhook http://127.0.0.1:9/hook --limit memoryMb=512 "
+            "--limit cpus=0.5 --host-version 2.1.332"
         ),
         {
             "scenarios": ["a*", "b"],
