@@ -94,7 +94,8 @@ def test_a_lone_surrogate_in_a_host_event_cannot_break_the_report(tmp_path: Path
 # -- one definition: RunOptions, its flags, the run command and run_eval agree ------------
 
 #: Options of ``run`` that are not run options: how the outcome is printed and logged.
-_CLI_ONLY = {"--json", "--junit", "--log-format"}
+#: (``--variants none|all`` is the second spelling of the ``variants`` field.)
+_CLI_ONLY = {"--json", "--junit", "--log-format", "--variants"}
 #: ``run_eval`` keywords that are not run options.
 _NOT_OPTIONS = {"path", "host", "on_event"}
 
@@ -142,7 +143,7 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "FOO --retry-infra 1 --resume earlier --shard 2/3 --balance duration --balance-from "
             "durations.json --last-failed --no-html --isolation os --gateway off --history "
             "h.sqlite --alert-webhook http://127.0.0.1:9/hook --limit memoryMb=512 "
-            "--limit cpus=0.5 --host-version 2.1.332"
+            "--limit cpus=0.5 --host-version 2.1.332 --variant fast --variant bare"
         ),
         {
             "scenarios": ["a*", "b"],
@@ -165,6 +166,7 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "alert_webhook": "http://127.0.0.1:9/hook",
             "limits": {"memoryMb": 512, "cpus": 0.5},
             "host_version": "2.1.332",
+            "variants": ["fast", "bare"],
         },
     ),
     (
@@ -226,6 +228,7 @@ def test_the_cli_and_run_eval_build_the_same_options_and_forward_every_one(
         ("--margin", "1.5", "margin", 1.5),
         ("--alpha", "1.0", "alpha", 1.0),
         ("--limit", "pids=8", "limits", ["pids=8"]),
+        ("--variant", "no/such", "variants", ["no/such"]),
     ],
 )
 def test_a_bad_value_reads_the_same_from_the_cli_and_run_eval(

@@ -263,6 +263,24 @@ def run(
         ),
     ] = None,
     host_version: HostVersionOption = None,
+    variant: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--variant",
+            metavar="NAME",
+            help="Run only this arm of eval.variants (repeatable; docs/variants.md).",
+            show_default=False,
+        ),
+    ] = None,
+    variants: Annotated[
+        str | None,
+        typer.Option(
+            "--variants",
+            metavar="none|all",
+            help="Run every arm of eval.variants (all, the default) or none of them (none).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run every selected scenario's trials on the configured host and publish the report.
 
@@ -302,10 +320,44 @@ def run(
             alert_webhook=alert_webhook,
             limits=limit,
             host_version=host_version,
+            variants=_arm_selection(variant, variants),
         )
         return run_command(path, options, as_json=as_json, junit=junit, log_format=log_format)
 
     raise typer.Exit(guarded(action))
+
+
+def _arm_selection(names: list[str] | None, mode: str | None) -> object:
+    """``--variant NAME...`` or ``--variants none|all`` as the one ``variants`` option.
+
+    Raises:
+        DiagnosticError: ``invalid-option`` when both are given, or ``--variants`` is
+            neither ``none`` nor ``all`` (exit 2).
+    """
+    from ..diagnostics import DiagnosticError, error
+
+    if names and mode is not None:
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    "--variant and --variants cannot be combined",
+                    next="name the arms with --variant, or use --variants none|all alone",
+                )
+            ]
+        )
+    if mode is not None and mode not in ("none", "all"):
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"--variants must be none or all, got {mode!r}",
+                    expected="none, all",
+                    next="name single arms with --variant NAME",
+                )
+            ]
+        )
+    return tuple(names) if names else mode
 
 
 def run_command(

@@ -31,6 +31,7 @@ from ..history.location import parse_history_url
 from .pins import pin_error
 from .scenarios import MAX_TIMEOUT_MS
 from .validation import NonEmptyStr, StrictModel, location_of, validation_diagnostics
+from .variants import VariantConfig, duplicate_arm_problems
 
 __all__ = [
     "CONFIG_FILENAMES",
@@ -199,6 +200,17 @@ class EvalConfig(StrictModel):
     host_version: NonEmptyStr | None = None
     """The exact host CLI version to run, e.g. ``2.1.332``: installed into and run from
     the managed host cache (additive; ``--host-version`` overrides it; docs/hosts.md)."""
+    variants: Annotated[list[VariantConfig], Field(min_length=1)] | None = None
+    """Arms run side by side in one run and compared with the control arm (additive;
+    ``run --variant``/``--variants`` select them; docs/variants.md)."""
+
+    @field_validator("variants")
+    @classmethod
+    def _arms(cls, value: list[VariantConfig] | None) -> list[VariantConfig] | None:
+        problems = duplicate_arm_problems(value or [])
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
     @field_validator("history")
     @classmethod
@@ -466,18 +478,29 @@ def _validate_config(
     problem = None if pinned is None else _pin_error(document.eval.host, pinned, source, text)
     if problem is not None:
         raise DiagnosticError([problem])
+    arm_pins = [
+        _pin_error(document.eval.host, arm.host_version, source, text, f"/eval/variants/{i}")
+        for i, arm in enumerate(document.eval.variants or [])
+        if arm.host_version is not None
+    ]
+    if any(arm_pins):
+        raise DiagnosticError([p for p in arm_pins if p is not None])
     return document
 
 
-def _pin_error(host: str, version: str, source: str, text: str) -> Diagnostic | None:
-    """``invalid-host-version`` for an ``eval.hostVersion`` the host cannot be pinned at."""
+def _pin_error(
+    host: str, version: str, source: str, text: str, at: str = "/eval"
+) -> Diagnostic | None:
+    """``invalid-host-version`` for an ``eval.hostVersion`` (or an arm's ``hostVersion``,
+    ``at`` its pointer) the host cannot be pinned at."""
+    pointer = f"{at}/hostVersion"
     return pin_error(
         host,
         version,
-        what="eval.hostVersion",
+        what=pointer.lstrip("/").replace("/", "."),
         source=source,
-        pointer="/eval/hostVersion",
-        location=location_of(text, "/eval/hostVersion"),
+        pointer=pointer,
+        location=location_of(text, pointer),
     )
 
 

@@ -99,10 +99,14 @@ def scenario_fingerprint(
 
 def plan_digest(plan: Plan, fingerprints: dict[str, str]) -> str:
     """Digest of a plan: scenario fingerprints, trials per scenario and the session budget."""
-    material = {
+    material: dict[str, object] = {
         "scenarios": [[s.name, fingerprints[s.name]] for s in plan.scenarios],
         "trials": plan.config.trials,
         "maxSessions": plan.config.max_sessions,
     }
+    if plan.arms:  # arms: every arm's fingerprints, and the order of the blocks
+        keys = sorted({t.key for t in plan.trials})
+        material["arms"] = [[key, fingerprints[key]] for key in keys]
+        material["seed"] = plan.seed
     encoded = json.dumps(material, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(encoded.encode()).hexdigest()

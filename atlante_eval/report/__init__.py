@@ -7,11 +7,15 @@ trials into scenario results; :mod:`.loading` reads a report back;
 :mod:`.run_files` is the run directory's layout, opened without following links;
 :mod:`.outputs` checks output paths up front. :mod:`.merge` and :mod:`.compare`
 (imported by their module path, off the launch path) merge shards and compare two
-runs.
+runs. :mod:`.arm_models` and :mod:`.arms` are a run with arms (``eval.variants``):
+its models and each arm's view; :mod:`.uplift` (by its module path) compares
+every arm with the control.
 """
 
 from __future__ import annotations
 
+from .arm_models import ArmInfo, ArmTotals, UpliftRecord
+from .arms import arm_names, arm_scenarios, arm_view, control_arm
 from .events import (
     DiagnosticNotice,
     HostInstallProgress,
@@ -86,6 +90,8 @@ __all__ = [
     "AdaptiveRecord",
     "AdaptiveScenario",
     "AdaptiveStop",
+    "ArmInfo",
+    "ArmTotals",
     "CheckResult",
     "CheckVerdict",
     "CleanupFailure",
@@ -124,11 +130,16 @@ __all__ = [
     "TrialResult",
     "TrialStarted",
     "TrialUsage",
+    "UpliftRecord",
     "UsageSource",
     "Verdict",
+    "arm_names",
+    "arm_scenarios",
+    "arm_view",
     "atomic_write",
     "check_output_paths",
     "check_unchanged",
+    "control_arm",
     "finalize",
     "load_report",
     "model_version_of",

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from .arm_models import ArmInfo, UpliftRecord
 from .base import OutputModel
 from .usage import GatewaySummary, TrialUsage
 
@@ -285,6 +286,8 @@ class TrialResult(OutputModel):
     Behaviour checks on a tampered transcript give ``error``."""
     tampered_omitted: int | None = None
     """How many more pieces of evidence ``tampered`` leaves out; absent: none (additive)."""
+    variant: str | None = None
+    """The arm this trial ran (``eval.variants``; absent in a run without arms)."""
 
 
 class Spread(OutputModel):
@@ -374,6 +377,9 @@ class ScenarioResult(OutputModel):
     """What the agent did over the trials with a transcript (additive)."""
     prompt: str | None = None
     """The prompt every trial's agent received: the scenario's ``task.prompt`` (additive)."""
+    arms: dict[str, ScenarioResult] | None = None
+    """The other arms' results for this scenario, by arm name, each in this shape; the
+    fields above are the control arm's (additive; docs/variants.md)."""
 
 
 class MetaConfig(OutputModel):
@@ -688,6 +694,11 @@ class Meta(OutputModel):
     """Foreign entries found in the run directory and moved aside (additive)."""
     project_modified: list[str] | None = None
     """Project files the run's trials use that changed during the run (additive)."""
+    variants: list[ArmInfo] | None = None
+    """The run's arms, the control first (``eval.variants``; additive; docs/variants.md).
+    ``host``, ``model``, ``hostVersion`` and ``manifestDigest`` above are the control's."""
+    variant_seed: int | None = None
+    """The seed that shuffled the arms' order within each block of trials (additive)."""
 
 
 class RunReport(OutputModel):
@@ -701,6 +712,8 @@ class RunReport(OutputModel):
     """Per-scenario results, keyed by name in sorted order."""
     adaptive: AdaptiveRecord | None = None
     """The decision record of an adaptive run (``--until-decided``; additive)."""
+    uplift: UpliftRecord | None = None
+    """Every arm against the control arm (``eval.variants``; additive; docs/variants.md)."""
 
     def to_json(self) -> str:
         """Serialise as the report file: 2-space JSON with a trailing newline."""

@@ -18,7 +18,7 @@ import inspect
 import itertools
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NotRequired
@@ -67,6 +67,7 @@ from ..trial import (
     trial_dirs,
     trial_sandbox,
 )
+from .arm_setup import ArmSetup
 from .metering import GatewayRun, MeteredFields, TrialMeter, settle
 from .redaction import redact_trial, untrusted_transcript
 
@@ -217,6 +218,8 @@ class Engine:
     """Trial directories that could not be removed (the run goes on)."""
     guard: TrialGuard | None = None
     """Asked before each trial's assembly; a cause it returns makes the trial an infra-error."""
+    arms: Mapping[str, ArmSetup] = field(default_factory=dict)
+    """Each arm's host, native outputs and model (a trial of no arm runs the engine's own)."""
     _skeleton: Path | None = field(default=None, init=False, repr=False)
     """An empty repository copied into each sandbox instead of ``git init``."""
     _group: anyio.abc.TaskGroup | None = field(default=None, init=False, repr=False)
@@ -306,7 +309,30 @@ class Engine:
                 ticket.release()
                 my_turn.set()
 
+    def _host(self, planned: PlannedTrial) -> Host:
+        """The host of the trial's arm (the engine's own without arms)."""
+        setup = self.arms.get(planned.variant or "")
+        return setup.host if setup is not None else self.host
+
+    def _native(self, planned: PlannedTrial) -> NativeOutputs:
+        """The native outputs the trial's arm installs."""
+        setup = self.arms.get(planned.variant or "")
+        return setup.native if setup is not None else self.native
+
+    def _model(self, planned: PlannedTrial) -> str | None:
+        """The model of the trial's arm (``eval.model`` without arms)."""
+        setup = self.arms.get(planned.variant or "")
+        return setup.model if setup is not None else self.options.model
+
+    def _dropped_agent(self, planned: PlannedTrial) -> str | None:
+        """The ``task.agent`` a ``harness: "none"`` arm runs its trial without."""
+        setup = self.arms.get(planned.variant or "")
+        agent = planned.scenario.document.task.agent
+        return agent if setup is not None and setup.drops_agent else None
+
     async def _finish(self, planned: PlannedTrial, result: TrialResult) -> None:
+        if planned.variant is not None:
+            result = _with_arm(result, planned.variant, self._dropped_agent(planned))
         log.info(
             "trial.end",
             scenario=planned.scenario.name,
@@ -372,7 +398,7 @@ class Engine:
                     self.run_root,
                     scenario,
                     planned.index,
-                    native=self.native,
+                    native=self._native(planned),
                     prepare_host=lambda root, state: self._prepare(planned, root, state, meter),
                     owner=ticket.owned,
                     skeleton=self._skeleton,
@@ -452,13 +478,19 @@ class Engine:
     def _context(
         self, planned: PlannedTrial, root: Path, state: Path, meter: TrialMeter | None = None
     ) -> TrialContext:
+        scenario = planned.scenario
+        if self._dropped_agent(planned) is not None:  # the bare host's default agent
+            task = scenario.document.task.model_copy(update={"agent": None})
+            scenario = replace(
+                scenario, document=scenario.document.model_copy(update={"task": task})
+            )
         return TrialContext(
-            scenario=planned.scenario,
+            scenario=scenario,
             trial=planned.index,
             sandbox=root,
             state_dir=state,
-            native=self.native,
-            model=self.options.model,
+            native=self._native(planned),
+            model=self._model(planned),
             pass_env=self.options.pass_env,
             project_root=self.options.project_root,
             gateway=meter.route if meter is not None else None,
@@ -488,7 +520,7 @@ class Engine:
         run_files = self.options.run_files
         if run_files is None:
             return None
-        files = run_files.trial(planned.scenario.name, planned.index)
+        files = run_files.trial(planned.key, planned.index)
         if files is None:
             log.warning("trial.files-unwritable", scenario=planned.scenario.name)
         return files
@@ -516,7 +548,7 @@ class Engine:
             return None
         writer = TranscriptWriter(
             files,
-            host=self.host.name,
+            host=self._host(planned).name,
             scenario=planned.scenario.name,
             trial=planned.index,
             sandbox=sandbox.root,
@@ -534,7 +566,7 @@ class Engine:
         self, planned: PlannedTrial, root: Path, state: Path, meter: TrialMeter | None
     ) -> None:
         try:
-            self.host.prepare(self._context(planned, root, state, meter))
+            self._host(planned).prepare(self._context(planned, root, state, meter))
         except HostError as exc:
             raise SandboxError(str(exc)) from exc
 
@@ -570,10 +602,10 @@ class Engine:
                         else None
                     )
                     with confined_spawns(wrapper):
-                        end = await self.host.run_session(context, usage)
+                        end = await self._host(planned).run_session(context, usage)
                 except Exception as exc:  # noqa: BLE001 - a failing host is this trial's infra-error
                     end = SessionEnd(
-                        error=f"host {self.host.name} failed: {type(exc).__name__}: {exc}"
+                        error=f"host {self._host(planned).name} failed: {type(exc).__name__}: {exc}"
                     )
         finally:
             # Also when the run is cancelled: everything up to now stays on disk.
@@ -582,8 +614,9 @@ class Engine:
                     transcript.write(ErrorEntry(t=transcript.elapsed_ms(), message=end.error))
                 transcript.close()
         duration_ms = int((time.monotonic() - started) * 1000)
-        if usage.model is None and self.options.model:
-            usage.observe_model(self.options.model)
+        model = self._model(planned)
+        if usage.model is None and model:
+            usage.observe_model(model)
         completed = not (timer.cancelled_caught or budget_scope.cancel_called or end.error)
         settled = settle(meter, usage, self.options.gateway, completed=completed)
         for evidence in settled.tampered:  # the gateway's, after the stream's own
@@ -634,7 +667,7 @@ class Engine:
     ) -> TrialResult:
         changes: Changes | None = None
         changes_error: str | None = None
-        ignored = ignore_matcher(list(self.host.ignored_changes))
+        ignored = ignore_matcher(list(self._host(planned).ignored_changes))
         try:
             changes = await collect_changes(
                 sandbox.root, sandbox.git_dir, sandbox.baseline, ignored=ignored
@@ -673,6 +706,14 @@ class Engine:
             changed_files=listed,
             changed_files_omitted=omitted,
         )
+
+
+def _with_arm(result: TrialResult, variant: str, dropped_agent: str | None) -> TrialResult:
+    """The trial's result naming its arm (and the agent a ``none`` arm ran without)."""
+    update: dict[str, object] = {"variant": variant}
+    if dropped_agent is not None:
+        update["host_evidence"] = {**(result.host_evidence or {}), "agentDropped": dropped_agent}
+    return result.model_copy(update=update)
 
 
 def _changed_files(

@@ -233,8 +233,13 @@ def read_journal(run_dir: Path) -> list[JournalEntry]:
         report = RunReport.model_validate_json(report_file.read_bytes())
     except (OSError, ValidationError) as exc:
         raise _unreadable(run_dir, f"report.json is not a valid report ({exc})") from None
-    return [
-        JournalEntry(scenario=name, index=trial.i, fingerprint=result.fingerprint, result=trial)
+    keyed = [(name, result) for name, result in report.scenarios.items()] + [
+        (f"{name}@{arm}", each)  # a non-control arm's trials (docs/variants.md)
         for name, result in report.scenarios.items()
+        for arm, each in (result.arms or {}).items()
+    ]
+    return [
+        JournalEntry(scenario=key, index=trial.i, fingerprint=result.fingerprint, result=trial)
+        for key, result in keyed
         for trial in result.trials
     ]

@@ -40,6 +40,7 @@ from ..choices import (
 from ..diagnostics import Diagnostic, DiagnosticError, error
 from ..project import parse_trials
 from ..project.config import MAX_TRIALS, LimitsConfig
+from ..project.variants import ARM_NAME_PATTERN, ArmSelection
 from .isolate import isolation_mode
 from .limit_options import parse_limits
 from .pinning import pin_option
@@ -55,6 +56,7 @@ __all__ = [
     "gateway_mode",
     "options_from_keywords",
     "parse_shard",
+    "parse_variants",
     "run_options",
 ]
 
@@ -260,6 +262,33 @@ def _pass_env(names: tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
+def parse_variants(value: Any) -> ArmSelection:
+    """``--variants none|all`` or the ``--variant`` names (``run_eval(variants=...)``: either).
+
+    Raises:
+        DiagnosticError: ``invalid-option`` (exit 2) for another word, an empty list or a
+            name no arm could have.
+    """
+    if value is None or value in ("none", "all"):
+        return cast(ArmSelection, value)
+    names = (value,) if isinstance(value, str) else value
+    if isinstance(names, list | tuple) and names and all(isinstance(n, str) for n in names):
+        bad = [n for n in names if not re.match(ARM_NAME_PATTERN, n)]
+        if not bad:
+            return tuple(dict.fromkeys(names))
+        value = bad[0]
+    raise DiagnosticError(
+        [
+            error(
+                "invalid-option",
+                f"--variant must name an arm of eval.variants (--variants takes none or all), "
+                f"got {value!r}",
+                expected="--variant NAME (repeatable), or --variants none|all",
+            )
+        ]
+    )
+
+
 class RunOptions(BaseModel):
     """Everything a run can be asked to do beyond the project's configuration."""
 
@@ -327,6 +356,9 @@ class RunOptions(BaseModel):
     host_version: Annotated[str | None, _reads(pin_option)] = None
     """The exact host version to run from the managed host cache, overriding
     ``eval.hostVersion`` (docs/hosts.md)."""
+    variants: Annotated[ArmSelection, _reads(parse_variants)] = None
+    """The arms of ``eval.variants`` to run: their names (``--variant``), ``"all"`` or
+    ``"none"`` (``--variants``); default every configured arm (docs/variants.md)."""
 
     @model_validator(mode="after")
     def _combinations(self) -> Self:
@@ -496,6 +528,7 @@ OPTION_FLAGS: dict[str, str] = {
     "alert_webhook": "--alert-webhook",
     "limits": "--limit",
     "host_version": "--host-version",
+    "variants": "--variant",
 }
 
 

@@ -42,6 +42,7 @@ from ..project import (
     scenario_fingerprint,
     watch_run_inputs,
 )
+from ..project.variants import arms_seed
 from ..report import (
     DiagnosticNotice,
     HostSource,
@@ -52,6 +53,8 @@ from ..report import (
     load_report,
     report_base,
 )
+from .arm_setup import ArmSetup
+from .arms import ready_arms
 from .balance import ShardSplit, shard_split
 from .engine import call_sink
 from .isolate import resolve_isolation, resolve_limits_settings
@@ -118,6 +121,8 @@ class PreparedRun:
     """The adaptive driver of an ``--until-decided`` run."""
     notices: list[Diagnostic]
     """The warnings found so far (announced already); the run adds its late ones."""
+    arms: Mapping[str, ArmSetup]
+    """Each arm's host, native outputs and model, by name (empty: no arms)."""
 
     @property
     def gateway(self) -> GatewayMode:
@@ -158,10 +163,16 @@ async def prepare_run(
     if options.resume is not None:
         check_resumed_host(options.resume, ready_host, source)
     notices.extend(await announce(on_event, _model_notes(ready_host, model)))
-    plan = make_plan(selected, budget)
+    setups, arm_notes = await ready_arms(
+        suite, options, chosen, given=host, scenarios=selected, on_event=on_event, leases=leases
+    )
+    notices.extend(await announce(on_event, arm_notes))
+    arms = tuple(setup.arm for setup in setups.values())
+    seed = arms_seed([s.name for s in selected], arms, budget.trials) if arms else None
+    plan = make_plan(selected, budget, arms=arms, seed=seed)
     watch = watch_run_inputs(suite.project.root, plan.scenarios, suite.native)
     fingerprints, definitions = await anyio.to_thread.run_sync(
-        _fingerprints, plan, suite, ready_host, model, watch
+        _fingerprints, plan, suite, _Identity(ready_host, model, setups), watch
     )
     split, positions, reused = await _owned(plan, options, fingerprints, on_event, notices)
     driver = _driver(settings, plan, definitions)
@@ -184,6 +195,7 @@ async def prepare_run(
         reused=reused,
         driver=driver,
         notices=notices,
+        arms=setups,
     )
 
 
@@ -351,13 +363,24 @@ def _model_notes(host: Host, model: str | None) -> list[Diagnostic]:
     return notes
 
 
+@dataclass(frozen=True, slots=True)
+class _Identity:
+    """What a trial's fingerprint says it ran with: the run's host and model, or its arm's."""
+
+    host: Host
+    model: str | None
+    arms: Mapping[str, ArmSetup]
+
+
 def _fingerprints(
-    plan: Plan, suite: Suite, host: Host, model: str | None, watch: ProjectWatch
+    plan: Plan, suite: Suite, identity: _Identity, watch: ProjectWatch
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Snapshot the project's inputs; each scenario's fingerprint and definition digest.
 
     The fingerprint (for --resume) and the definition digest (for compare) reuse the
-    snapshot's file digests: each fixture file is read once.
+    snapshot's file digests: each fixture file is read once. With arms, every arm's
+    trials of a scenario have their own fingerprint (keyed ``scenario@arm``; the
+    control's by the scenario name): its host version, model and harness.
     """
     assert suite.native is not None
     watch.snapshot()
@@ -366,19 +389,23 @@ def _fingerprints(
         scenario.name: definition_digest(scenario, fixture=watch.tree_digest(scenario.fixture_path))
         for scenario in plan.scenarios
     }
-    fingerprints = {
-        scenario.name: scenario_fingerprint(
+    fingerprints: dict[str, str] = {}
+    for planned in plan.trials:
+        if planned.key in fingerprints:
+            continue
+        scenario = planned.scenario
+        setup = identity.arms.get(planned.variant or "")
+        host = setup.host if setup is not None else identity.host
+        fingerprints[planned.key] = scenario_fingerprint(
             scenario,
-            manifest_digest=suite.native.digest,
+            manifest_digest=setup.native.digest if setup is not None else suite.native.digest,
             host=host.name,
             host_version=host.version,
-            model=model,
+            model=setup.model if setup is not None else identity.model,
             timeout_ms=timeouts.get(scenario.name, plan.config.timeout_ms),
             max_tokens=plan.config.max_tokens,
             definition=definitions[scenario.name],
         )
-        for scenario in plan.scenarios
-    }
     return fingerprints, definitions
 
 
@@ -413,8 +440,8 @@ def _reusable(
     reused: dict[int, TrialResult] = {}
     for position in positions:
         planned = plan.trials[position]
-        entry = entries.get((planned.scenario.name, planned.index))
-        if entry is None or entry.fingerprint != fingerprints[planned.scenario.name]:
+        entry = entries.get((planned.key, planned.index))
+        if entry is None or entry.fingerprint != fingerprints[planned.key]:
             continue
         if entry.result.verdict in ("infra-error", "skipped-budget"):
             continue

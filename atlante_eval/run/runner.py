@@ -32,6 +32,7 @@ from ..report import (
     utc_timestamp,
 )
 from ..transcript import copy_trial_files
+from .arms import arm_infos
 from .balance import ShardSplit
 from .engine import Engine, EngineOptions, TrialGuard, call_sink
 from .failures import cause, journal_diagnostic, journal_failure, with_journal_cause
@@ -144,26 +145,33 @@ def _modified_warning(project_root: Path, changed: Sequence[str]) -> Diagnostic:
 
 
 def _meta(ready: PreparedRun) -> Meta:
-    """The run's metadata before it starts (the lifecycle adds the end)."""
+    """The run's metadata before it starts (the lifecycle adds the end).
+
+    With arms, the seed fields (host version, model, harness digest) are the control's.
+    """
     suite, options = ready.suite, ready.options
     assert suite.native is not None
+    control = next((s for s in ready.arms.values() if s.arm.control), None)
+    model = control.model if control is not None else suite.project.eval.model
     return Meta(
         atlante=__version__,
         host=ready.host.name,
-        model=suite.project.eval.model or "unknown",
+        model=model or "unknown",
         model_version="unknown",
         config=ready.plan.config,
-        host_version=ready.host.version,
-        host_source=ready.host_source,
+        host_version=(control.host if control is not None else ready.host).version,
+        host_source=control.host_source if control is not None else ready.host_source,
         started_at=utc_timestamp(),
         jobs=options.jobs,
-        manifest_digest=suite.native.digest,
+        manifest_digest=(control.native if control is not None else suite.native).digest,
         plan_digest=ready.digest,
         shard=str(options.shard) if options.shard is not None else None,
         shard_balance=ready.split.record if ready.split is not None else None,
         resumed_from=display_path(options.resume) if options.resume is not None else None,
         isolation="os" if ready.isolation is not None else None,
         limits=ready.limits.record(),
+        variants=arm_infos(dict(ready.arms)) or None,
+        variant_seed=ready.plan.seed,
     )
 
 
@@ -182,7 +190,7 @@ async def _begin(run: ActiveRun, progress: RunProgress, ready: PreparedRun) -> J
             copy_trial_files,
             Path(options.resume),
             run.files,
-            [(plan.trials[p].scenario.name, plan.trials[p].index) for p in sorted(reused)],
+            [(plan.trials[p].key, plan.trials[p].index) for p in sorted(reused)],
         )
     bind_context(run_id=run.run_id, host=ready.host.name)
     log.info("run.start", trials=len(progress.positions), reused=len(reused), jobs=options.jobs)
@@ -217,6 +225,7 @@ def _engine(
         preset_sessions=dict.fromkeys(ready.reused, True),
         cleanup_failures=run.cleanup_failures,
         guard=_guard(ready.watch),
+        arms=ready.arms,
     )
 
 
@@ -375,7 +384,7 @@ async def _execute_run(
                 ready.plan, progress, interrupted=stopped, run_files=progress.run_files
             ),
             on_end=ending.on_end,
-            decorate=ready.driver.decorate if ready.driver is not None else _decorate(ready.split),
+            decorate=_decorations(ready),
             finish=ending.finish,
             journal=JournalSeed(
                 ready.digest, host_version=ready.host.version, host_source=ready.host_source
@@ -459,6 +468,20 @@ async def _run_trials(
         journal.close()
 
 
+def _decorations(ready: PreparedRun) -> Callable[[RunReport], RunReport] | None:
+    """What the lifecycle adds to the report: the adaptive record or the shard balance,
+    and the uplift section of a run with arms."""
+    first = ready.driver.decorate if ready.driver is not None else _decorate(ready.split)
+    if not ready.arms:
+        return first
+    from ..report.uplift import with_uplift  # comparison: only for a run with arms
+
+    if first is None:
+        return with_uplift
+    earlier = first
+    return lambda report: with_uplift(earlier(report))
+
+
 def _decorate(split: ShardSplit | None) -> Callable[[RunReport], RunReport] | None:
     """Add a balanced shard's wall time to its ``meta.shardBalance`` (``None``: nothing to add)."""
     return split.decorate if split is not None and split.record is not None else None
@@ -533,6 +556,7 @@ async def run_eval(
     alert_webhook: str | None = None,
     limits: Mapping[str, int | float | str] | Sequence[str] | None = None,
     host_version: str | None = None,
+    variants: Sequence[str] | str | None = None,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
@@ -584,6 +608,8 @@ async def run_eval(
         host_version: run the host at exactly this version (``"2.1.332"``), overriding
             ``eval.hostVersion``: from the managed host cache, installed on first use
             (see docs/hosts.md, "Pinning").
+        variants: the arms of ``eval.variants`` to run: a list of names, ``"all"`` or
+            ``"none"`` (default: every configured arm); see docs/variants.md.
         on_event: called (sync or async) with each progress event.
 
     Raises:

@@ -71,10 +71,10 @@ class RunProgress:
 
     async def trial_done(self, planned: PlannedTrial, result: TrialResult) -> None:
         self.results[planned.position] = result
-        name = planned.scenario.name
+        name, key = planned.scenario.name, planned.key
         if self.journal is not None:
             await anyio.to_thread.run_sync(
-                self.journal.record, name, planned.index, self.fingerprints.get(name), result
+                self.journal.record, key, planned.index, self.fingerprints.get(key), result
             )
         await self._scenario_started(name)
         self.done[name] = self.done.get(name, 0) + 1
@@ -86,41 +86,28 @@ class RunProgress:
         """Emit ScenarioFinished with the scenario's trials so far."""
         name = scenario.name
         trials = [
-            self.results[p]
+            (self.plan.trials[p], self.results[p])
             for p in self.positions
             if self.plan.trials[p].scenario.name == name and p in self.results
         ]
-        await call_sink(
-            self.sink,
-            ScenarioFinished(
-                name,
-                scenario_result(
-                    scenario,
-                    trials,
-                    fingerprint=self.fingerprints.get(name),
-                    definition=self.definitions.get(name),
-                ),
-            ),
-        )
+        result = _with_arms(scenario, trials, self.fingerprints, self.definitions)
+        await call_sink(self.sink, ScenarioFinished(name, result))
 
 
 def scenario_results(
     plan: Plan, progress: RunProgress, *, interrupted: bool, run_files: RunFiles | None = None
 ) -> dict[str, ScenarioResult]:
     """Every scenario's result; a planned trial that did not finish is an infra-error."""
-    by_name: dict[str, list[TrialResult]] = {}
+    by_name: dict[str, list[tuple[PlannedTrial, TrialResult]]] = {}
     for position in progress.positions:
         planned = plan.trials[position]
         result = progress.results.get(position)
         if result is None:
             result = _unfinished(planned, progress, interrupted=interrupted, run_files=run_files)
-        by_name.setdefault(planned.scenario.name, []).append(result)
+        by_name.setdefault(planned.scenario.name, []).append((planned, result))
     return {
-        scenario.name: scenario_result(
-            scenario,
-            by_name[scenario.name],
-            fingerprint=progress.fingerprints.get(scenario.name),
-            definition=progress.definitions.get(scenario.name),
+        scenario.name: _with_arms(
+            scenario, by_name[scenario.name], progress.fingerprints, progress.definitions
         )
         for scenario in plan.scenarios
         if scenario.name in by_name
@@ -132,7 +119,9 @@ def _unfinished(
 ) -> TrialResult:
     """The infra-error of a trial the run stopped before it finished (or started)."""
     name = planned.scenario.name
-    recorded = recorded_activity(run_files, name, planned.index) if run_files is not None else None
+    recorded = (
+        recorded_activity(run_files, planned.key, planned.index) if run_files is not None else None
+    )
     stopped = "interrupted" if interrupted else "stopped"
     begun = (name, planned.index) in progress.begun or recorded is not None
     return TrialResult(
@@ -143,4 +132,43 @@ def _unfinished(
         transcript=recorded[0] if recorded else None,
         activity=recorded[1] if recorded else None,
         not_started=None if begun else True,
+        variant=planned.variant,
     )
+
+
+def _with_arms(
+    scenario: Scenario,
+    trials: list[tuple[PlannedTrial, TrialResult]],
+    fingerprints: Mapping[str, str],
+    definitions: Mapping[str, str],
+) -> ScenarioResult:
+    """The scenario's result: the control arm's (or the run's) trials, and the other arms'
+    results under ``arms``, each with its own fingerprint."""
+    by_key: dict[str, tuple[str | None, list[TrialResult]]] = {}
+    for planned, result in trials:
+        by_key.setdefault(planned.key, (planned.variant, []))[1].append(result)
+    results = {
+        key: scenario_result(
+            scenario,
+            sorted(found, key=lambda t: t.i),
+            fingerprint=fingerprints.get(key),
+            definition=definitions.get(scenario.name),
+        )
+        for key, (_arm, found) in by_key.items()
+    }
+    arms = {
+        arm: results[key]
+        for key, (arm, _found) in by_key.items()
+        if key != scenario.name and arm is not None
+    }
+    control = results.get(scenario.name)
+    if control is None:  # a shard that ran none of the control's trials of this scenario
+        control = scenario_result(
+            scenario,
+            [],
+            fingerprint=fingerprints.get(scenario.name),
+            definition=definitions.get(scenario.name),
+        )
+    if not arms:
+        return control
+    return control.model_copy(update={"arms": {a: arms[a] for a in sorted(arms)}})

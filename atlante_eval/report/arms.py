@@ -1,0 +1,103 @@
+"""Read a report of a run with arms: each arm's scenarios, its own report view, its totals.
+
+A report with arms keeps the reference shape for its control arm (the seed
+fields, ``scenarios.<name>.trials``); every other arm's results sit in
+``scenarios.<name>.arms.<arm>``. :func:`arm_view` turns any arm back into a
+plain report of that arm alone, which is how ``compare --arms``, the uplift
+section and the views read an arm.
+"""
+
+from __future__ import annotations
+
+from .arm_models import ArmInfo, ArmTotals
+from .models import RunReport, ScenarioResult
+from .results import statistics_of
+
+__all__ = ["arm_names", "arm_scenarios", "arm_totals", "arm_view", "control_arm"]
+
+
+def arm_names(report: RunReport) -> list[str]:
+    """The report's arms, the control first (empty for a run without arms)."""
+    arms = report.meta.variants or []
+    return [a.name for a in arms if a.control] + [a.name for a in arms if not a.control]
+
+
+def control_arm(report: RunReport) -> str | None:
+    """The control arm's name (``None`` for a run without arms)."""
+    names = arm_names(report)
+    return names[0] if names else None
+
+
+def _info(report: RunReport, arm: str) -> ArmInfo | None:
+    return next((a for a in report.meta.variants or [] if a.name == arm), None)
+
+
+def arm_scenarios(report: RunReport, arm: str) -> dict[str, ScenarioResult]:
+    """The scenarios of one arm, each a plain scenario result (no nested ``arms``).
+
+    Raises:
+        KeyError: the report has no such arm.
+    """
+    info = _info(report, arm)
+    if info is None:
+        raise KeyError(arm)
+    if info.control:
+        return {
+            name: result.model_copy(update={"arms": None})
+            for name, result in report.scenarios.items()
+        }
+    return {
+        name: result.arms[arm]
+        for name, result in report.scenarios.items()
+        if result.arms is not None and arm in result.arms
+    }
+
+
+def arm_view(report: RunReport, arm: str) -> RunReport:
+    """The report of one arm alone, as a run of that arm would have written it.
+
+    Raises:
+        KeyError: the report has no such arm.
+    """
+    info = _info(report, arm)
+    if info is None:
+        raise KeyError(arm)
+    meta = report.meta.model_copy(
+        update={
+            "model": info.model or report.meta.model,
+            "host_version": info.host_version,
+            "manifest_digest": info.manifest_digest,
+            "variants": None,
+            "variant_seed": None,
+            "totals": None,
+        }
+    )
+    return report.model_copy(
+        update={
+            "meta": meta,
+            "scenarios": arm_scenarios(report, arm),
+            "uplift": None,
+            "adaptive": None,
+        }
+    )
+
+
+def arm_totals(report: RunReport) -> dict[str, ArmTotals]:
+    """Every arm's trials over every scenario: pass rate, tokens, cost, cost per pass."""
+    totals: dict[str, ArmTotals] = {}
+    for arm in arm_names(report):
+        results = list(arm_scenarios(report, arm).values())
+        stats = [statistics_of(r) for r in results]
+        passed, graded = sum(s.passed for s in stats), sum(s.graded for s in stats)
+        trials = [t for r in results for t in r.trials]
+        cost = sum(t.cost or 0.0 for t in trials)
+        totals[arm] = ArmTotals(
+            trials=len(trials),
+            graded=graded,
+            passed=passed,
+            pass_rate=passed / graded if graded else 0.0,
+            tokens=sum(t.tokens or 0 for t in trials),
+            cost=cost,
+            cost_per_pass=cost / passed if passed else None,
+        )
+    return totals
