@@ -15,12 +15,13 @@ trial missing; anything else is refused with ``merge-mismatch`` (exit 2).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from .._util.paths import display_path
 from ..diagnostics import DiagnosticError, error
+from .arms import arm_names, arm_view
 from .loading import load_report, report_path
 from .models import (
     REPORT_FILE,
@@ -114,13 +115,40 @@ def merge_reports(shards: Sequence[ShardReport], *, run_id: str | None = None) -
     first = ordered[0].report
     _check_same_run(ordered)
     _check_same_split(ordered)
-    scenarios = _merge_scenarios(ordered, trials=first.meta.config.trials)
+    arms = arm_names(first)
+    if arms:
+        scenarios = _merge_arms(ordered, arms, trials=first.meta.config.trials)
+    else:
+        scenarios = _merge_scenarios(ordered, trials=first.meta.config.trials)
     merged = RunReport(
         run_id=run_id or new_run_id(),
         meta=_merge_meta([s.report.meta for s in ordered]),
         scenarios=scenarios,
     )
-    return finalize(merged)
+    if not arms:
+        return finalize(merged)
+    from .uplift import with_uplift  # comparison: only for a run with arms
+
+    return with_uplift(finalize(merged))
+
+
+def _merge_arms(
+    shards: list[ShardReport], arms: list[str], *, trials: int
+) -> dict[str, ScenarioResult]:
+    """Merge a run with arms arm by arm: each arm's trials must be complete on their own."""
+    per_arm = {
+        arm: _merge_scenarios(
+            [replace(s, report=arm_view(s.report, arm)) for s in shards], trials=trials
+        )
+        for arm in arms
+    }
+    control, others = per_arm[arms[0]], arms[1:]
+    return {
+        name: result.model_copy(
+            update={"arms": {a: per_arm[a][name] for a in others if name in per_arm[a]} or None}
+        )
+        for name, result in control.items()
+    }
 
 
 def _check_shards(shards: Sequence[ShardReport]) -> list[ShardReport]:

@@ -23,7 +23,26 @@ from .arm_setup import ArmSetup
 from .options import RunOptions
 from .pinning import RunHost, check_pinned_version, run_host
 
-__all__ = ["arm_infos", "ready_arms"]
+__all__ = ["arm_infos", "check_arm_selection", "ready_arms"]
+
+
+def check_arm_selection(suite: Suite, options: RunOptions) -> None:
+    """Refuse a bad arm selection before any host is readied (exit 2).
+
+    Raises:
+        DiagnosticError: ``unknown-variant``, or ``invalid-option`` for arms with
+            ``--until-decided``.
+    """
+    config = suite.project.eval
+    arms, _notes = select_arms(
+        config.variants,
+        options.variants,
+        project_root=suite.project.root,
+        model=config.model,
+        host_version=None,
+    )
+    if arms and options.until_decided:
+        raise DiagnosticError([_no_adaptive_arms()])
 
 
 async def ready_arms(

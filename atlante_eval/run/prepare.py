@@ -54,7 +54,7 @@ from ..report import (
     report_base,
 )
 from .arm_setup import ArmSetup
-from .arms import ready_arms
+from .arms import check_arm_selection, ready_arms
 from .balance import ShardSplit, shard_split
 from .engine import call_sink
 from .isolate import resolve_isolation, resolve_limits_settings
@@ -154,6 +154,7 @@ async def prepare_run(
     """
     suite = load_suite(path, scenario_filter=list(options.scenarios))
     selected, notices = _selection(suite, options)
+    check_arm_selection(suite, options)
     options = _fit_jobs(options, notices)
     await announce(on_event, notices)
     model = suite.project.eval.model
