@@ -76,10 +76,12 @@ def test_the_project_arm_improves_on_a_none_control(tmp_path: Path) -> None:
     # The seed fields are the control's view: a reference reader sees the bare arm.
     assert {t.variant for t in result.trials} == {"bare"}
     assert result.pass_rate == 0.0
-    assert result.arms is not None and result.arms["project"].pass_rate == 1.0
+    assert result.arms is not None
+    assert result.arms["project"].pass_rate == 1.0
     assert all(t.variant == "project" for t in result.arms["project"].trials)
     assert all((t.host_evidence or {}).get("agentDropped") == "reviewer" for t in result.trials)
-    assert report.uplift is not None and report.uplift.control == "bare"
+    assert report.uplift is not None
+    assert report.uplift.control == "bare"
     row = report.uplift.arms["project"].scenarios["needs-agent"]
     assert (row.control_passed, row.arm_passed, row.arm_graded) == (0, 6, 6)
     assert row.verdict == "improved"
@@ -90,7 +92,8 @@ def test_none_regresses_against_a_project_control(tmp_path: Path) -> None:
     """The other way round: the bare arm regresses against the harness."""
     root = _project(tmp_path / "p", [{"name": "project"}, {"name": "bare", "harness": "none"}])
     report = _run(root)
-    assert report.uplift is not None and report.uplift.control == "project"
+    assert report.uplift is not None
+    assert report.uplift.control == "project"
     assert report.uplift.arms["bare"].scenarios["needs-agent"].verdict == "regressed"
     assert report.uplift.arms["bare"].overall is not None
     assert report.uplift.arms["bare"].overall.verdict == "regressed"
@@ -166,7 +169,8 @@ def test_bad_variants_are_invalid_documents(
         load_project(root)
     problem = caught.value.diagnostics[0]
     assert problem.code == "invalid-document"
-    assert problem.pointer is not None and problem.pointer.startswith("/eval/variants")
+    assert problem.pointer is not None
+    assert problem.pointer.startswith("/eval/variants")
     assert says in problem.message
 
 
@@ -179,13 +183,15 @@ def test_variant_selection_from_the_cli(tmp_path: Path) -> None:
     assert [a.name for a in chosen.meta.variants or []] == ["project"]
     assert chosen.scenarios["needs-agent"].pass_rate == 1.0
     plain = _run(root, variants="none")
-    assert plain.meta.variants is None and plain.uplift is None
+    assert plain.meta.variants is None
+    assert plain.uplift is None
     assert plain.scenarios["needs-agent"].trials[0].variant is None
     result = CliRunner().invoke(app, ["run", str(root), "--variant", "nope"])
     assert result.exit_code == 2
     assert "unknown-variant" in result.stderr
     both = CliRunner().invoke(app, ["run", str(root), "--variant", "bare", "--variants", "all"])
-    assert both.exit_code == 2 and "cannot be combined" in both.stderr
+    assert both.exit_code == 2
+    assert "cannot be combined" in both.stderr
 
 
 def _start_order(report: RunReport) -> list[str]:
@@ -251,7 +257,8 @@ def test_resume_after_a_kill_gives_the_same_per_arm_results(tmp_path: Path) -> N
         if t.reused
     ]
     assert len(reused) == 7
-    assert resumed.uplift is not None and whole.uplift is not None
+    assert resumed.uplift is not None
+    assert whole.uplift is not None
     assert resumed.uplift.totals == whole.uplift.totals
 
 
@@ -263,7 +270,8 @@ def test_shards_merge_into_the_same_per_arm_results(tmp_path: Path) -> None:
     assert all(s.meta.variants == whole.meta.variants for s in shards)
     merged = merge_reports([ShardReport(source=f"s{i}", report=r) for i, r in enumerate(shards, 1)])
     assert _per_arm(merged) == _per_arm(whole)
-    assert merged.uplift is not None and whole.uplift is not None
+    assert merged.uplift is not None
+    assert whole.uplift is not None
     assert merged.uplift.arms == whole.uplift.arms
     assert merged.uplift.totals == whole.uplift.totals
 
