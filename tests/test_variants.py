@@ -297,3 +297,20 @@ def test_a_report_with_arms_reads_back_and_its_trials_have_their_own_files(
     ]
     document = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
     assert document["scenarios"]["needs-agent"]["arms"]["project"]["passRate"] == 1.0
+
+
+def test_the_terminal_summary_shows_the_arms_by_scenarios_table(tmp_path: Path) -> None:
+    """`run` prints each arm's passed/graded per scenario with its uplift verdict."""
+    from atlante_eval.views.progress import render_summary
+
+    root = _project(
+        tmp_path / "p", [{"name": "bare", "harness": "none", "control": True}, {"name": "project"}]
+    )
+    report = _run(root)
+    text = render_summary(report, root / "report.json", color=False)
+    assert "arms x scenarios" in text
+    row = next(line for line in text.splitlines() if line.split()[:1] == ["needs-agent"])
+    assert row.split() == ["needs-agent", "0/6", "6/6", "+"]
+    assert "bare (control)" in text
+    overall = next(line for line in text.splitlines() if line.strip().startswith("overall"))
+    assert "improved" in overall

@@ -388,6 +388,20 @@ def unmonitored_warning(report: RunReport) -> str | None:
         f"token budget unmonitored for {len(names)} {noun} (no usage events were observed): "
         f"{shown}{f' and {more} more' if more > 0 else ''}"
     )
+def _sections(report: RunReport) -> list[str]:
+    """The summary's optional sections: arms, the shard balance, the adaptive record."""
+    lines: list[str] = []
+    if report.uplift is not None:
+        from .arms_render import arm_table_lines
+
+        lines += ["", *arm_table_lines(report)]
+    if report.meta.shard_balance is not None:
+        lines += ["", *balance_lines(report.meta.shard_balance)]
+    if report.adaptive is not None:
+        from .adaptive_render import summary_lines
+
+        lines += ["", *summary_lines(report.adaptive)]
+    return lines
 
 
 def render_summary(
@@ -415,14 +429,7 @@ def render_summary(
         lines.append(f"trials {totals.trials} · {counts}")
         if totals.tokens or totals.cost:
             lines.append(f"tokens {totals.tokens} · cost ${totals.cost:.4f}")
-    if meta.shard_balance is not None:
-        lines.append("")
-        lines.extend(balance_lines(meta.shard_balance))
-    if report.adaptive is not None:
-        from .adaptive_render import summary_lines
-
-        lines.append("")
-        lines.extend(summary_lines(report.adaptive))
+    lines.extend(_sections(report))
     if meta.run_root:
         lines.append("")
         lines.append(f"sandboxes kept in {printable(meta.run_root)}")
