@@ -388,6 +388,8 @@ def unmonitored_warning(report: RunReport) -> str | None:
         f"token budget unmonitored for {len(names)} {noun} (no usage events were observed): "
         f"{shown}{f' and {more} more' if more > 0 else ''}"
     )
+
+
 def _sections(report: RunReport) -> list[str]:
     """The summary's optional sections: arms, the shard balance, the adaptive record."""
     lines: list[str] = []
