@@ -137,7 +137,10 @@ def test_a_regression_is_posted_to_the_webhook_naming_the_scenario(
     assert [s["scenario"] for s in body["regressed"]] == ["task"]
     assert body["regressed"][0]["basePassed"] == TRIALS
     assert body["regressed"][0]["headPassed"] == 0
-    assert body["regressed"][0]["cause"] is None
+    # Why: the behaviour deltas' probable cause (the stand-in's bad agent writes nothing).
+    cause = body["regressed"][0]["cause"]
+    assert cause is not None
+    assert "check 0 file-exists" in cause, cause
     assert body["baseline"] == {
         "name": "default",
         "runId": base.run_id,

@@ -26,6 +26,7 @@ __all__ = [
     "find_baseline",
     "list_blessings",
     "load_run_report",
+    "stored_run_dir",
 ]
 
 
@@ -156,6 +157,12 @@ def find_baseline(
             )
         ]
     )
+
+
+def stored_run_dir(connection: Connection, run_id: str) -> str | None:
+    """The run directory the stored run ``run_id`` was recorded from (``None``: unknown)."""
+    value = connection.execute(select(runs.c.run_dir).where(runs.c.run_id == run_id)).scalar()
+    return value if isinstance(value, str) else None
 
 
 def load_run_report(connection: Connection, run_id: str) -> RunReport:

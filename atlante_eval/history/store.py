@@ -134,6 +134,12 @@ class HistoryStore:
         with self._database.read() as connection:
             return run_matrix(connection, where or RunFilter())
 
+    def run_dir(self, run_id: str) -> Path | None:
+        """The directory the stored run was recorded from, when it still exists."""
+        with self._database.read() as connection:
+            recorded = _baselines.stored_run_dir(connection, run_id)
+        return Path(recorded) if recorded is not None and Path(recorded).is_dir() else None
+
     def report(self, run_id: str) -> RunReport:
         """The stored run's report, rebuilt (without diffs)."""
         with self._database.read() as connection:

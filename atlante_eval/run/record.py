@@ -36,6 +36,7 @@ __all__ = [
     "Recording",
     "alert_after",
     "blessed_report",
+    "delta_cause",
     "expand_webhook",
     "record_run",
     "recording_for",
@@ -126,6 +127,8 @@ def record_run(
                 report_path=display_path(report_path.absolute()) if report_path else None,
                 run_dir=display_path(report_path.parent.absolute()) if report_path else None,
             )
+            if cause_of is None and report_path is not None:
+                cause_of = delta_cause(store, report_path.parent)
             outcome = alert_after(store, recording, report, report_path, cause_of)
     except DiagnosticError as exc:
         first = exc.diagnostics[0]
@@ -141,6 +144,25 @@ def record_run(
         alert_sent=outcome.alert_sent,
         notes=outcome.notes,
     )
+
+
+def delta_cause(store: HistoryStore, head_dir: Path) -> CauseFinder:
+    """Why a scenario regressed against the blessed baseline: the behaviour deltas'
+    probable cause (docs/compare.md), from both runs' transcripts where they still exist."""
+
+    def cause(name: str, baseline: RunReport, report: RunReport) -> str | None:
+        from ..deltas import behaviour_deltas
+
+        try:
+            deltas = behaviour_deltas(
+                baseline, report, base_dir=store.run_dir(baseline.run_id), head_dir=head_dir
+            )
+        except (DiagnosticError, OSError, ValueError):
+            return None
+        found = deltas.scenarios.get(name)
+        return found.probable_cause if found is not None else None
+
+    return cause
 
 
 def _not_recorded(message: str, cause: str | None, next_step: str | None) -> Diagnostic:
