@@ -36,7 +36,9 @@ from atlante_eval.stats.proportions import (
     mean,
     p95_nearest_rank,
     pass_at_k,
+    pass_at_k_all,
     pass_hat_k,
+    pass_hat_k_all,
     percentile_nearest_rank,
     stability,
 )
@@ -233,6 +235,44 @@ def test_pass_at_k_grows_and_pass_hat_k_shrinks_with_k(args: tuple[int, int, int
     assert 1.0 >= pass_hat_k(n, c, k) >= pass_hat_k(n, c, k + 1) >= 0.0
 
 
+@given(counts(max_n=120).filter(lambda count: count[1] > 0))
+def test_every_k_at_once_equals_the_exact_values(count: tuple[int, int]) -> None:
+    """The linear-time curves agree with the exact integer formula at every k."""
+    c, n = count
+    at, hat = pass_at_k_all(n, c), pass_hat_k_all(n, c)
+    assert len(at) == len(hat) == n
+    for k in range(1, n + 1):
+        assert at[k - 1] == pytest.approx(pass_at_k(n, c, k), rel=1e-12, abs=1e-300)
+        assert hat[k - 1] == pytest.approx(pass_hat_k(n, c, k), rel=1e-12, abs=1e-300)
+    assert at[-1] == (1.0 if c else 0.0)
+    assert hat[-1] == (1.0 if c == n else 0.0)
+
+
+def test_every_k_of_20000_trials_stays_exact_where_sampled() -> None:
+    """At 20,000 trials (where exact integers for every k would not finish), sampled k agree."""
+    n = 20_000
+    for c in (1, 10_000, 19_990):
+        at, hat = pass_at_k_all(n, c), pass_hat_k_all(n, c)
+        for k in (1, 2, 7, 50, 500):
+            assert at[k - 1] == pytest.approx(pass_at_k(n, c, k), rel=1e-10)
+            assert hat[k - 1] == pytest.approx(pass_hat_k(n, c, k), rel=1e-10, abs=1e-300)
+    assert pass_at_k_all(n, 1)[n // 4 - 1] == pytest.approx(0.25, rel=1e-10)  # k/n with one pass
+    assert pass_hat_k_all(n, n - 1)[n // 4 - 1] == pytest.approx(0.75, rel=1e-10)
+
+
+def test_scenario_statistics_of_20000_trials_cover_every_k() -> None:
+    """scenario_statistics lists pass@k and pass^k for k = 1..graded, whatever the count."""
+    verdicts = ["pass"] * 12_000 + ["fail"] * 8_000
+    zeros = [0] * len(verdicts)
+    found = scenario_statistics(verdicts, durations=zeros, tokens=[None] * 20_000, costs=zeros)
+    assert sorted(found.pass_at_k) == list(range(1, 20_001))
+    assert found.pass_at_k[1] == pytest.approx(0.6)
+    assert found.pass_hat_k[1] == pytest.approx(0.6)
+    assert found.pass_at_k[20_000] == 1.0
+    assert found.pass_hat_k[20_000] == 0.0
+    assert found.pass_hat_k[3] == pytest.approx(pass_hat_k(20_000, 12_000, 3), rel=1e-12)
+
+
 # --------------------------------------------------------------------------- stability
 
 
@@ -327,6 +367,33 @@ def test_fisher_matches_r_fisher_test(table: list[list[int]], expected: float) -
     """The p-value matches R's fisher.test, also for tables of hundreds or thousands of trials."""
     (a, b), (c, d) = table
     assert fisher_exact_two_sided(a, a + b, c, c + d) == pytest.approx(expected, rel=1e-9)
+
+
+@given(counts(max_n=300), counts(max_n=300))
+def test_fisher_for_large_tables_matches_exact_integers(
+    base: tuple[int, int], head: tuple[int, int]
+) -> None:
+    """The linear-time path (used beyond 1,000 trials) gives the exact integers' p-value."""
+    exact = fisher_exact_two_sided(base[0], base[1], head[0], head[1])
+    original = stats._FISHER_EXACT_TRIALS
+    stats._FISHER_EXACT_TRIALS = 0  # force the floating-point path on a small table
+    try:
+        linear = fisher_exact_two_sided(base[0], base[1], head[0], head[1])
+    finally:
+        stats._FISHER_EXACT_TRIALS = original
+    assert linear == pytest.approx(exact, rel=1e-9, abs=1e-300)
+
+
+def test_fisher_of_20000_trials_a_side_matches_exact_integers_where_affordable() -> None:
+    """20,000 trials against 20 (exact integers sum only 21 tables) and the mirrored table."""
+    k = 12_000 + 3
+    weights = {x: math.comb(20_000, x) * math.comb(20, k - x) for x in range(k - 20, k + 1)}
+    observed = weights[12_000]
+    tail = sum(w for w in weights.values() if w * 10**7 <= observed * (10**7 + 1))
+    expected = tail / math.comb(20_020, k)
+    assert fisher_exact_two_sided(12_000, 20_000, 3, 20) == pytest.approx(expected, rel=1e-9)
+    assert fisher_exact_two_sided(3, 20, 12_000, 20_000) == pytest.approx(expected, rel=1e-9)
+    assert 0.0 < fisher_exact_two_sided(12_000, 20_000, 11_000, 20_000) < 1e-20
 
 
 def test_fisher_is_symmetric_in_the_two_sides() -> None:

@@ -27,7 +27,9 @@ __all__ = [
     "newcombe_difference_interval",
     "p95_nearest_rank",
     "pass_at_k",
+    "pass_at_k_all",
     "pass_hat_k",
+    "pass_hat_k_all",
     "percentile_nearest_rank",
     "scenario_statistics",
     "stability",
@@ -47,6 +49,8 @@ _VERDICTS = frozenset(
 # Fisher's two-sided test counts tables whose probability is <= observed * (1 + 1e-7),
 # as R's fisher.test and scipy do; as integers: w * 10**7 <= observed * (10**7 + 1).
 _FISHER_SCALE = 10**7
+#: Largest ``n1 + n2`` Fisher's test sums with exact integers (a few milliseconds).
+_FISHER_EXACT_TRIALS = 1000
 
 
 def mean(values: Sequence[float]) -> float:
@@ -112,6 +116,38 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
+def pass_at_k_all(n: int, c: int) -> list[float]:
+    """Return pass@k for every ``k`` from 1 to ``n`` (index ``k - 1``), in time linear in ``n``.
+
+    The same estimator as :func:`pass_at_k`, through the product
+    ``C(n-c, k) / C(n, k) = prod_{i<k} (n-c-i) / (n-i)``, one factor per ``k`` in floating
+    point: each value is within ``2k`` units in the last place of the exact ratio (relative
+    error below 1e-11 for 20,000 trials), where evaluating :func:`pass_at_k` for every ``k``
+    with exact integers costs about ``n³``.
+    """
+    _check_count(c, n)
+    values: list[float] = []
+    fail_all = 1.0  # C(n-c, k) / C(n, k): the chance that k trials drawn all failed
+    for k in range(1, n + 1):
+        fail_all = fail_all * (n - c - k + 1) / (n - k + 1) if k <= n - c else 0.0
+        values.append(1.0 - fail_all)
+    return values
+
+
+def pass_hat_k_all(n: int, c: int) -> list[float]:
+    """Return pass^k for every ``k`` from 1 to ``n`` (index ``k - 1``), in time linear in ``n``.
+
+    :func:`pass_hat_k` through ``prod_{i<k} (c-i) / (n-i)``, as :func:`pass_at_k_all`.
+    """
+    _check_count(c, n)
+    values: list[float] = []
+    all_pass = 1.0
+    for k in range(1, n + 1):
+        all_pass = all_pass * (c - k + 1) / (n - k + 1) if k <= c else 0.0
+        values.append(all_pass)
+    return values
+
+
 def stability(passes: int, n: int) -> Stability | None:
     """Classify ``passes`` of ``n`` trials: stable-pass (all), stable-fail (none), else flaky.
 
@@ -149,16 +185,42 @@ def fisher_exact_two_sided(s1: int, n1: int, s2: int, n2: int) -> float:
 
     Conditioning on the margins, the first cell is hypergeometric; the p-value sums the
     probabilities of every table at most ``1 + 1e-7`` times as likely as the observed one
-    (R's and scipy's rule). Exact integer arithmetic; cost grows with the table size.
+    (R's and scipy's rule). Exact integer arithmetic up to :data:`_FISHER_EXACT_TRIALS`
+    trials in all; beyond, the probabilities relative to the most likely table, one
+    ratio per table in floating point (time linear in the trials; relative error far
+    below the ``1e-7`` the rule tolerates).
     """
     _check_count(s1, n1)
     _check_count(s2, n2)
     k = s1 + s2
-    low = max(0, k - n2)
-    weights = [math.comb(n1, x) * math.comb(n2, k - x) for x in range(low, min(n1, k) + 1)]
-    bound = weights[s1 - low] * (_FISHER_SCALE + 1)
-    tail = sum(w for w in weights if w * _FISHER_SCALE <= bound)
-    return min(1.0, tail / math.comb(n1 + n2, k))
+    low, high = max(0, k - n2), min(n1, k)
+    if n1 + n2 <= _FISHER_EXACT_TRIALS:
+        weights = [math.comb(n1, x) * math.comb(n2, k - x) for x in range(low, high + 1)]
+        bound = weights[s1 - low] * (_FISHER_SCALE + 1)
+        tail = sum(w for w in weights if w * _FISHER_SCALE <= bound)
+        return min(1.0, tail / math.comb(n1 + n2, k))
+    relative = _hypergeometric_relative(n1, n2, k, low, high)
+    observed = relative[s1 - low] * (1 + 1 / _FISHER_SCALE)
+    tail = math.fsum(w for w in relative if w <= observed)
+    return min(1.0, tail / math.fsum(relative))
+
+
+def _hypergeometric_relative(n1: int, n2: int, k: int, low: int, high: int) -> list[float]:
+    """Each table's probability divided by the most likely one's, for ``x`` in ``low..high``.
+
+    From the mode outwards, by the ratio of neighbouring probabilities
+    ``P(x+1)/P(x) = (n1-x)(k-x) / ((x+1)(n2-k+x+1))``; far tails underflow to 0.
+    """
+    mode = min(high, max(low, (k + 1) * (n1 + 1) // (n1 + n2 + 2)))
+    weights = [0.0] * (high - low + 1)
+    weights[mode - low] = 1.0
+    for x in range(mode, high):
+        ratio = ((n1 - x) * (k - x)) / ((x + 1) * (n2 - k + x + 1))
+        weights[x + 1 - low] = weights[x - low] * ratio
+    for x in range(mode, low, -1):
+        ratio = (x * (n2 - k + x)) / ((n1 - x + 1) * (k - x + 1))
+        weights[x - 1 - low] = weights[x - low] * ratio
+    return weights
 
 
 def holm_adjust(pvalues: Sequence[float]) -> list[float]:
@@ -375,8 +437,8 @@ def scenario_statistics(
         pass_rate_graded=_ratio(passed, graded),
         pass_rate=_ratio(passed, len(ran)),
         wilson_interval=wilson_interval(passed, graded),
-        pass_at_k={k: pass_at_k(graded, passed, k) for k in range(1, graded + 1)},
-        pass_hat_k={k: pass_hat_k(graded, passed, k) for k in range(1, graded + 1)},
+        pass_at_k=dict(enumerate(pass_at_k_all(graded, passed), start=1)),
+        pass_hat_k=dict(enumerate(pass_hat_k_all(graded, passed), start=1)),
         stability=stability(passed, graded),
         mean_tokens=mean(ran_tokens) if ran_tokens else None,
         tokens_p95=p95_nearest_rank(ran_tokens) if ran_tokens else None,
