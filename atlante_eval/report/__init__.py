@@ -5,7 +5,8 @@ names); :mod:`.events` the progress events a run emits; :mod:`.results` summaris
 trials into scenario results; :mod:`.loading` reads a report back;
 :mod:`.publish` writes files atomically into a reserved run directory;
 :mod:`.run_files` is the run directory's layout, opened without following links;
-:mod:`.outputs` checks output paths up front. :mod:`.merge` and :mod:`.compare`
+:mod:`.outputs` checks output paths up front; :mod:`.consistency` refuses a report
+whose stored figures contradict its trials. :mod:`.merge` and :mod:`.compare`
 (imported by their module path, off the launch path) merge shards and compare two
 runs. :mod:`.arm_models` and :mod:`.arms` are a run with arms (``eval.variants``):
 its models and each arm's view; :mod:`.uplift` (by its module path) compares
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from .arm_models import ArmInfo, ArmTotals, UpliftRecord
 from .arms import arm_names, arm_scenarios, arm_view, control_arm
+from .consistency import check_consistent
 from .events import (
     DiagnosticNotice,
     HostInstallProgress,
@@ -137,6 +139,7 @@ __all__ = [
     "arm_scenarios",
     "arm_view",
     "atomic_write",
+    "check_consistent",
     "check_output_paths",
     "check_unchanged",
     "control_arm",

@@ -38,6 +38,7 @@ from .compare_notes import (
     condition_warnings,
     power_note,
 )
+from .consistency import check_consistent
 from .loading import load_report, report_path
 from .models import OutputModel, RunReport, ScenarioResult
 from .results import statistics_of
@@ -218,11 +219,15 @@ def compare_reports(
 
     Raises:
         ValueError: ``alpha`` or ``margin`` out of range.
+        DiagnosticError: ``report-unreadable`` (exit 2) for a report that contradicts
+            its own trials (every statistic is recomputed from the trials).
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be strictly between 0 and 1, got {alpha}")
     if not 0.0 < margin <= 1.0:
         raise ValueError(f"margin must be in (0, 1], got {margin}")
+    check_consistent(base, base_path or "BASE")
+    check_consistent(head, head_path or "HEAD")
     confidence = 1.0 - alpha
     common = sorted(set(base.scenarios) & set(head.scenarios))
     pairs, raw, strata = _pairs(base, head, common, confidence)

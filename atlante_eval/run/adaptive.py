@@ -36,6 +36,7 @@ from ..report import (
     RunReport,
     ScenarioLooked,
     TrialResult,
+    check_consistent,
     load_report,
     report_path,
     statistics_of,
@@ -97,9 +98,11 @@ def load_settings(
     ``baseline`` is the BASE report already read (``--against blessed``) and its label.
 
     Raises:
-        DiagnosticError: ``report-unreadable`` (exit 2) for a baseline that cannot be read.
+        DiagnosticError: ``report-unreadable`` (exit 2) for a baseline that cannot be read
+            or contradicts its own trials.
     """
     base, label = baseline or (load_report(against), str(report_path(against)))
+    check_consistent(base, label)  # statistics come from its trials, never its stats
     highest = max_trials if max_trials is not None else max(DEFAULT_MAX_TRIALS, trials)
     return AdaptiveSettings(
         baseline=base,

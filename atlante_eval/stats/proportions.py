@@ -201,8 +201,7 @@ def fisher_exact_two_sided(s1: int, n1: int, s2: int, n2: int) -> float:
         return min(1.0, tail / math.comb(n1 + n2, k))
     relative = _hypergeometric_relative(n1, n2, k, low, high)
     observed = relative[s1 - low] * (1 + 1 / _FISHER_SCALE)
-    tail = math.fsum(w for w in relative if w <= observed)
-    return min(1.0, tail / math.fsum(relative))
+    return min(1.0, math.fsum(w for w in relative if w <= observed) / math.fsum(relative))
 
 
 def _hypergeometric_relative(n1: int, n2: int, k: int, low: int, high: int) -> list[float]:
