@@ -15,7 +15,9 @@ the normalizers keep open tool calls' inputs whole (to show the growth the cap p
 directory appears, and ``ATLANTE_TEST_UNSEEDED_RESERVE`` reserves it empty, as before
 the journal came with it (to show the directory that leaves);
 ``ATLANTE_TEST_DEFAULT_SIGHUP`` leaves SIGHUP to its default, as before it interrupted a
-run (to show what closing the terminal did).
+run (to show what closing the terminal did);
+``ATLANTE_TEST_WEAKEN`` names weakened isolation code paths to install
+(:mod:`weakened_isolation`), to show the breach each defence prevents.
 """
 
 from __future__ import annotations
@@ -115,6 +117,10 @@ def _write_peak_rss(path: str) -> None:
 
 if os.environ.get("ATLANTE_TEST_RSS_FILE"):
     atexit.register(_write_peak_rss, os.environ["ATLANTE_TEST_RSS_FILE"])
+if os.environ.get("ATLANTE_TEST_WEAKEN"):
+    import weakened_isolation
+
+    weakened_isolation.apply(os.environ["ATLANTE_TEST_WEAKEN"].split(","))
 
 if __name__ == "__main__":
     main()

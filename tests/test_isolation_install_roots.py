@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from isolationkit import require_bwrap
 
 from atlante_eval.isolation.bwrap import Confinement, executable_inside, install_roots
@@ -37,7 +38,7 @@ def test_node_modules_program_binds_the_outermost_node_modules(tmp_path: Path) -
     link = modules / ".bin" / "tool"
     link.parent.mkdir(parents=True)
     link.symlink_to("../tool/bin/tool.js")
-    assert install_roots(str(link), ENV) == [modules]
+    assert install_roots(str(link)) == [modules]
     assert executable_inside(str(link)) == str(link)
 
 
@@ -49,22 +50,59 @@ def test_home_installed_binary_binds_its_directory_not_the_home(tmp_path: Path) 
     link = home / ".local/bin/claude"
     link.parent.mkdir(parents=True)
     link.symlink_to(real)
-    assert install_roots(str(link), ENV) == [real.parent]
+    assert install_roots(str(link)) == [real.parent]
     assert executable_inside(str(link)) == str(real)
 
 
 def test_virtual_environment_binds_the_venv_and_its_base(tmp_path: Path) -> None:
-    """A venv's python: the venv and the base installation named in pyvenv.cfg."""
+    """A venv's python: the venv and the installation its own python link resolves to."""
     base = Path(os.path.realpath(sys.base_prefix))
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
-    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n", encoding="utf-8")
+    (venv / "pyvenv.cfg").write_text("home = /\n", encoding="utf-8")  # never read
     (venv / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
-    roots = install_roots(str(venv / "bin" / "python"), ENV)
+    roots = install_roots(str(venv / "bin" / "python"))
     assert roots[0] == venv
+    assert Path("/") not in roots
     if not str(base).startswith("/usr/"):
         assert base in roots
     assert executable_inside(str(venv / "bin" / "python")) == str(venv / "bin" / "python")
+
+
+def test_programs_in_untrusted_trees_bind_nothing(tmp_path: Path) -> None:
+    """A program in the sandbox (or linking out of it) adds no bind, whatever its files say."""
+    sandbox = tmp_path / "run" / "trial" / "project"
+    tool = sandbox / "tool"
+    (tool / "bin").mkdir(parents=True)
+    (tool / "pyvenv.cfg").write_text("home = /\n", encoding="utf-8")
+    _script(tool / "bin" / "run", "#!/etc/sh\n")
+    (tool / "bin" / "python3").symlink_to("/root")
+    link = sandbox / "up"
+    link.symlink_to(tmp_path / "elsewhere" / "prog")
+    _script(tmp_path / "elsewhere" / "prog", "#!/bin/sh\n")
+    run_root = tmp_path / "run"
+    for program in (tool / "bin" / "run", tool / "bin" / "python3", link):
+        assert install_roots(str(program), untrusted=(sandbox,)) == []
+    other = run_root / "other-trial" / "project" / "prog"
+    _script(other, "#!/bin/sh\n")
+    assert install_roots(str(other), untrusted=(sandbox, run_root)) == []
+    assert executable_inside(str(link), untrusted=(sandbox,)) == str(link)
+
+
+def test_no_root_shows_the_run_root_or_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program directly in the home or beside the run root binds nothing."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    in_home = _script(home / "tool", "#!/bin/sh\n")
+    beside = _script(tmp_path / "tool", "#!/bin/sh\n")
+    run_root = tmp_path / "atlante-eval-x"
+    run_root.mkdir()
+    assert install_roots(str(in_home)) == []
+    assert install_roots(str(beside), untrusted=(run_root,)) == []
+    deeper = _script(home / ".local" / "share" / "tool" / "1.0" / "tool", "#!/bin/sh\n")
+    assert install_roots(str(deeper), untrusted=(run_root,)) == [deeper.parent]
 
 
 def test_home_installed_program_runs_and_sees_nothing_else_of_home(tmp_path: Path) -> None:

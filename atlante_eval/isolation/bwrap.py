@@ -36,10 +36,12 @@ from .seccomp import filter_program
 
 __all__ = [
     "FORWARDER_PORT",
+    "TOOLCHAINS",
     "Confinement",
     "NetworkAccess",
     "executable_inside",
     "install_roots",
+    "toolchain_roots",
 ]
 
 #: Port of the in-sandbox HTTP proxy (``HTTP_PROXY``/``HTTPS_PROXY``).
@@ -103,6 +105,9 @@ class Confinement:
     tmp_bytes: int | None = None
     """Size of each private tmpfs (``/tmp``, ``/var``, ``/run``, ``/dev/shm``); ``None``:
     the kernel's default (half the machine's memory)."""
+    hidden: tuple[Path, ...] = ()
+    """Trees beyond ``writable`` that nothing is bound from (the run root: every
+    trial's sandbox); like the writable paths, their files never widen the view."""
     _python: tuple[str, tuple[Path, ...]] = field(default_factory=lambda: _forwarder_python())
 
     def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> SpawnPlan:
@@ -116,8 +121,12 @@ class Confinement:
         if program is None or not os.path.exists(program):
             name = argv[0] if argv else ""
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+        untrusted = (*self.writable, *self.hidden)
         readonly = list(self.readonly)
-        for path in install_roots(program, env):
+        for path in (
+            *install_roots(program, untrusted=untrusted),
+            *toolchain_roots(env, untrusted=untrusted),
+        ):
             if path not in readonly:
                 readonly.append(path)
         inner = list(argv)
@@ -141,7 +150,7 @@ class Confinement:
             outer += ["--bind", str(self.network.socket), _INNER_SOCKET]
         outer += ["--remount-ro", "/", "--chdir", str(cwd)]
         if os.path.isabs(argv[0]) or "/" not in argv[0]:
-            inner[len(inner) - len(argv)] = executable_inside(program)
+            inner[len(inner) - len(argv)] = executable_inside(program, untrusted=untrusted)
         seccomp = _seccomp_pipe()
         if seccomp is not None:
             outer += ["--seccomp", str(seccomp)]
@@ -265,11 +274,50 @@ def _is_visible(path: str) -> bool:
     return any(path.startswith(prefix) for prefix in _VISIBLE)
 
 
+def _within(path: Path, trees: Sequence[Path]) -> bool:
+    return any(path == tree or path.is_relative_to(tree) for tree in trees)
+
+
+def _trees(untrusted: Sequence[Path]) -> list[Path]:
+    """The untrusted trees under both spellings: as given and with links resolved."""
+    found: list[Path] = []
+    for tree in untrusted:
+        for spelling in (Path(os.path.abspath(tree)), Path(os.path.realpath(tree))):
+            if spelling not in found:
+                found.append(spelling)
+    return found
+
+
+def _bindable(root: Path, trees: Sequence[Path]) -> bool:
+    """Whether binding ``root`` read-only shows nothing it must not.
+
+    Never a path inside an untrusted tree (another trial's sandbox, the run root),
+    never a directory holding one (``/tmp`` around the run root), never ``/`` and
+    never a directory holding the user's home (a program directly in ``~``).
+    """
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    if root == Path(root.anchor) or _within(root, trees):
+        return False
+    return not any(tree.is_relative_to(root) for tree in (*trees, home))
+
+
 def _venv_of(path: str) -> Path | None:
-    """The virtual environment ``path`` is a program of (``bin/`` beside ``pyvenv.cfg``)."""
+    """The virtual environment ``path`` is a program of (``bin/`` beside ``pyvenv.cfg``).
+
+    Only whether ``pyvenv.cfg`` exists is asked: the file is never read.
+    """
     parent = Path(path).parent
     if parent.name == "bin" and (parent.parent / "pyvenv.cfg").exists():
         return parent.parent
+    return None
+
+
+def _venv_interpreter(venv: Path) -> str | None:
+    """The resolved file the environment's own ``bin/python3`` (or ``bin/python``) link names."""
+    for name in ("python3", "python"):
+        link = venv / "bin" / name
+        if os.path.lexists(link):
+            return os.path.realpath(link)
     return None
 
 
@@ -294,81 +342,78 @@ def _root_of(real: str) -> Path:
     return parent
 
 
-def executable_inside(program: str) -> str:
+def executable_inside(program: str, *, untrusted: Sequence[Path] = ()) -> str:
     """The path to execute inside: the name as given for a venv or ``node_modules``
-    program (their layout matters), else the resolved file (its directory alone is
-    bound, so a link elsewhere, e.g. ``~/.local/bin/claude``, would not resolve)."""
-    if _is_visible(program) or _venv_of(program) is not None:
+    program (their layout matters) and for a program in an untrusted tree (it is
+    visible where it is; its links are never followed outside), else the resolved
+    file (its directory alone is bound, so a link elsewhere, e.g.
+    ``~/.local/bin/claude``, would not resolve)."""
+    if _is_visible(program) or _within(Path(os.path.abspath(program)), _trees(untrusted)):
         return program
-    if "node_modules" in Path(program).parts:
+    if _venv_of(program) is not None or "node_modules" in Path(program).parts:
         return program
     return os.path.realpath(program)
 
 
-def _interpreter(real: str, env: Mapping[str, str]) -> str | None:
-    """The interpreter named by the ``#!`` line of ``real``, resolved on PATH for ``env``."""
-    try:
-        with open(real, "rb") as handle:
-            head = handle.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
-    if not words:
-        return None
-    if os.path.basename(words[0]) == "env":
-        rest = [w for w in words[1:] if not w.startswith("-")]
-        return _resolve(rest[0], env.get("PATH", os.defpath)) if rest else None
-    return words[0]
+def install_roots(program: str, *, untrusted: Sequence[Path] = ()) -> list[Path]:
+    """Paths to bind read-only so ``program`` can run, decided without reading any file.
 
-
-def install_roots(program: str, env: Mapping[str, str]) -> list[Path]:
-    """Paths to bind read-only so ``program`` (and its ``#!`` interpreter) can run.
-
-    For each of the program, its ``#!`` interpreter and a virtual environment's
-    base interpreter: the environment itself when the name is a venv program, and
-    the install directory of the resolved file (:func:`_root_of`) unless it is a
-    system path already visible.
+    Only what the engine resolves itself counts: the path of the program and, for a
+    program outside every ``untrusted`` tree (the sandbox, the state directory, the
+    run root), the file its links resolve to. Bound: a virtual environment's
+    directory and its interpreter's installation (where the environment's own
+    ``bin/python3`` link resolves), the outermost ``node_modules`` of a package
+    program, and the install directory of the resolved file (:func:`_root_of`)
+    unless it is a system path already visible. A program inside an untrusted tree
+    adds nothing: the tree's files (``pyvenv.cfg``, ``#!`` lines, links) are the
+    agent's or the pack's and never widen the view. No root is ever bound that
+    :func:`_bindable` refuses.
     """
+    trees = _trees(untrusted)
+    name = Path(os.path.abspath(program))
+    real = os.path.realpath(name)
+    if _within(name, trees) or _within(Path(real), trees):
+        return []
+    candidates: list[Path] = []
+    venv = _venv_of(str(name))
+    if venv is not None:
+        candidates.append(venv)
+        base = _venv_interpreter(venv)
+        if base is not None and not _is_visible(base):
+            candidates.append(_root_of(base))
+    if "node_modules" in name.parts:
+        candidates.append(_root_of(str(name)))
+    if not _is_visible(real):
+        candidates.append(_root_of(real))
     roots: list[Path] = []
-
-    def add(root: Path) -> None:
-        if root not in roots:
+    for root in candidates:
+        if root not in roots and _bindable(root, trees):
             roots.append(root)
-
-    pending = [program]
-    for _ in range(4):
-        if not pending:
-            break
-        name = pending.pop()
-        real = os.path.realpath(name)
-        venv = _venv_of(name)
-        if venv is not None:
-            add(venv)
-            pending.extend(_venv_base(Path(name)))
-        elif "node_modules" in Path(name).parts:
-            add(_root_of(name))
-        if not _is_visible(real):
-            add(_root_of(real))
-        interpreter = _interpreter(real, env)
-        if interpreter and interpreter != real:
-            pending.append(interpreter)
     return roots
 
 
-def _venv_base(program: Path) -> list[str]:
-    """The base interpreter of the virtual environment ``program`` belongs to."""
-    config = program.parent.parent / "pyvenv.cfg"
-    try:
-        lines = config.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        key, _, value = line.partition("=")
-        if key.strip() == "home" and value.strip():
-            return [str(Path(value.strip()) / "python3")]
-    return []
+#: Interpreters a program made inside the sandbox may need (a virtual environment's
+#: ``bin/python`` links to its base; a package's ``#!/usr/bin/env node``).
+TOOLCHAINS = ("python3", "python", "node")
+
+
+def toolchain_roots(env: Mapping[str, str], *, untrusted: Sequence[Path] = ()) -> list[Path]:
+    """The installations of :data:`TOOLCHAINS` as ``env``'s ``PATH`` finds them.
+
+    Bound for every confined process, decided by the engine alone (a pack can name
+    any program on ``PATH`` anyway, which binds the same); one the engine cannot
+    enter is left out, so it never stops bubblewrap.
+    """
+    search = env.get("PATH", os.defpath)
+    roots: list[Path] = []
+    for name in TOOLCHAINS:
+        program = shutil.which(name, path=search)
+        if program is None:
+            continue
+        for root in install_roots(program, untrusted=untrusted):
+            if root not in roots and os.access(root, os.R_OK | os.X_OK):
+                roots.append(root)
+    return roots
 
 
 def _forwarder_python() -> tuple[str, tuple[Path, ...]]:

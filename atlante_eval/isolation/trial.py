@@ -70,6 +70,7 @@ class _Wrapper:
         *,
         learn: bool,
         tmp_bytes: int | None = None,
+        hidden: tuple[Path, ...] = (),
     ) -> None:
         self.settings = settings
         self.root = root
@@ -77,6 +78,7 @@ class _Wrapper:
         self.proxy = proxy
         self.learn = learn
         self.tmp_bytes = tmp_bytes
+        self.hidden = hidden
 
     def __call__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> SpawnPlan:
         network: NetworkAccess | None = None
@@ -92,6 +94,7 @@ class _Wrapper:
             writable=(self.root, self.state),
             network=network,
             tmp_bytes=self.tmp_bytes,
+            hidden=self.hidden,
         )
         return confine(argv, cwd, env)
 
@@ -146,10 +149,14 @@ class TrialIsolation:
         settings: IsolationSettings | None,
         proxies: _Proxies | None,
         limits: TrialLimits | None = None,
+        *,
+        run_root: Path | None = None,
     ) -> None:
         self.settings = settings
         self._proxies = proxies
         self.limits = limits
+        self.run_root = run_root
+        """Every trial's sandbox is below it: nothing is ever bound from it."""
 
     def wrapper(self, phase: Phase, root: Path, state: Path) -> SpawnWrapper:
         """The spawn wrapper confining ``phase`` to the sandbox ``root`` and ``state``."""
@@ -158,8 +165,15 @@ class TrialIsolation:
             session, setup = self._proxies
             proxy = {"session": session, "setup": setup, "check": None}[phase]
             tmp = self.limits.tmp_bytes if self.limits is not None else None
+            hidden = (self.run_root,) if self.run_root is not None else ()
             confine = _Wrapper(
-                self.settings, root, state, proxy, learn=phase == "session", tmp_bytes=tmp
+                self.settings,
+                root,
+                state,
+                proxy,
+                learn=phase == "session",
+                tmp_bytes=tmp,
+                hidden=hidden,
             )
         if self.limits is not None:
             return _Limited(self.limits, phase, confine)
@@ -231,7 +245,7 @@ async def open_trial_isolation(
         proxies = None
         if settings is not None:
             proxies = await stack.enter_async_context(_proxies(settings, run_root))
-        yield TrialIsolation(settings, proxies, trial_limits)
+        yield TrialIsolation(settings, proxies, trial_limits, run_root=run_root)
 
 
 @contextlib.asynccontextmanager
