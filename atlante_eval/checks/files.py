@@ -79,14 +79,26 @@ def file_absent(check: FileAbsentCheck, ctx: CheckContext) -> Outcome:
     return _exists(ctx, check.path, expect=False)
 
 
+#: Open a sandbox file to read: never through a link, never waiting for a FIFO's writer.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
 def _read_limited(target: Path) -> bytes:
-    fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    """The file's bytes: a regular file only (re-checked on the open file), at most the cap."""
+    fd = os.open(target, _READ_FLAGS)
     try:
-        if os.fstat(fd).st_size > _MAX_CONTAINS_BYTES:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{target.name} is no longer a regular file")
+        if info.st_size > _MAX_CONTAINS_BYTES:
             raise OSError(f"file is larger than {_MAX_CONTAINS_BYTES // (1024 * 1024)} MiB")
         chunks = []
-        while chunk := os.read(fd, 1 << 20):
+        left = _MAX_CONTAINS_BYTES + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
             chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise OSError(f"file is larger than {_MAX_CONTAINS_BYTES // (1024 * 1024)} MiB")
         return b"".join(chunks)
     finally:
         os.close(fd)

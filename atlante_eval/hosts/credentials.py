@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
+from .._util.jsondoc import DocumentReadError, read_document
 from ..trial import run_process
 from .versions import PROBE_TIMEOUT_S
 
@@ -67,14 +68,18 @@ class CredentialsError(Exception):
 _NOT_SECRET_KEYS = frozenset({"type", "scopes", "subscriptionType", "rateLimitTier"})
 
 
+#: Largest stored credentials document read back for its secrets (it holds a few keys).
+_STORED_BYTES = 1024 * 1024
+
+
 def stored_secret_values(path: Path) -> list[str]:
     """The string values of a stored credentials document (its keys and tokens).
 
     Reports and transcripts must never hold them; a missing or unreadable file has none.
     """
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+    try:  # a trial's state directory: never block on, or follow, what is there
+        document = json.loads(read_document(path, max_bytes=_STORED_BYTES))
+    except (DocumentReadError, ValueError, RecursionError):
         return []
     found: list[str] = []
     stack: list[object] = [document]

@@ -34,6 +34,7 @@ from pathlib import Path
 import anyio
 
 from .._util.environment import git_env
+from .._util.jsondoc import DocumentReadError, read_document
 from .process import ProcessResult, run_process
 from .treestate import TreeSnapshot, changed_paths, hash_missing, take_snapshot
 
@@ -264,7 +265,7 @@ async def make_baseline(
         ["commit", "--quiet", "--allow-empty", "--no-verify", "-m", "atlante-eval baseline"],
         work_tree=sandbox,
     )
-    head = _head_from_files(dot_git)
+    head = await anyio.to_thread.run_sync(_head_from_files, dot_git)
     if head is None:
         head = (await _git(["rev-parse", "HEAD"], work_tree=sandbox)).stdout.strip()
     if not _SHA.match(head):
@@ -328,19 +329,25 @@ class _BlobIds:
 
 
 def _head_from_files(git_dir: Path) -> str | None:
-    """Read the commit id of HEAD from the repository files (no git process)."""
+    """Read the commit id of HEAD from the repository files (no git process).
+
+    The files are in the sandbox: each is read without blocking (a FIFO is refused),
+    regular files only, never through a symbolic link, at most 4 KiB.
+    """
     try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        head = read_document(git_dir / "HEAD", max_bytes=_REF_BYTES).strip()
         if head.startswith("ref: "):
             ref = head[len("ref: ") :]
             if not ref.startswith("refs/heads/") or ".." in ref.split("/"):
                 return None
-            head = (git_dir / ref).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+            head = read_document(git_dir / ref, max_bytes=_REF_BYTES).strip()
+    except DocumentReadError:
         return None
     return head if _SHA.match(head) else None
 
 
+#: Largest ``HEAD`` or branch file read from a sandbox's repository.
+_REF_BYTES = 4096
 #: The whole configuration of a grading repository.
 _GRADING_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"
 

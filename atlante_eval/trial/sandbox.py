@@ -369,10 +369,15 @@ def file_digest(root: Path, relative: str) -> str | None:
     if not stat.S_ISREG(info.st_mode):
         return None
     digest = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
     try:
-        while chunk := os.read(fd, _COPY_CHUNK):
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            return None  # swapped for a FIFO or a device since the lstat: never read
+        left = opened.st_size  # a file that grows while it is hashed is read to its size
+        while left > 0 and (chunk := os.read(fd, min(left, _COPY_CHUNK))):
             digest.update(chunk)
+            left -= len(chunk)
     finally:
         os.close(fd)
     return digest.hexdigest()

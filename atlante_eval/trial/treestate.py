@@ -122,11 +122,13 @@ def _clock_ns(directory: Path) -> int:
 
 
 def blob_id(fd: int, size: int, *, sha256: bool = False) -> bytes:
-    """Git's blob id of the open file ``fd`` of ``size`` bytes (read to the end)."""
+    """Git's blob id of the open file ``fd`` of ``size`` bytes (at most ``size`` are read)."""
     digest = hashlib.sha256() if sha256 else hashlib.sha1(usedforsecurity=False)
     digest.update(b"blob %d\0" % size)
-    while chunk := os.read(fd, _CHUNK):
+    left = size  # never past the size hashed into the header (a growing file ends here)
+    while left > 0 and (chunk := os.read(fd, min(left, _CHUNK))):
         digest.update(chunk)
+        left -= len(chunk)
     return digest.digest()
 
 
