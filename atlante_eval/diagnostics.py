@@ -71,6 +71,7 @@ CODES: dict[str, str] = {
     "eval-include-no-suite": "An eval.include entry names a pack that ships no eval scenarios.",
     "pack-scenario-not-included": "A discovered pack scenario is not opted in by eval.include.",
     "eval-pack-host-incompatible": "An included pack suite declares a host other than eval.host.",
+    "pack-setup-commands": "An included pack scenario runs setup commands before its trials.",
     # native outputs
     "native-outputs-not-verified": "The native outputs of the last build are missing or drifted.",
     # hosts (run level)

@@ -10,6 +10,7 @@ through, which proves the test can see it) and once against the real engine.
   line of a ``pyvenv.cfg`` beside its ``bin/`` and its ``#!`` line (followed up to
   four times), synchronously, following links, without a size cap or a
   regular-file check.
+* ``setup-env``: setup gets the engine's full environment under ``os`` too.
 """
 
 from __future__ import annotations
@@ -85,7 +86,13 @@ def _binds(set_attr: Setter) -> None:
     set_attr(bwrap, "install_roots", reading_install_roots)
 
 
-WEAKENINGS: dict[str, Callable[[Setter], None]] = {"binds": _binds}
+def _setup_env(set_attr: Setter) -> None:
+    from atlante_eval.run.engine import Engine
+
+    set_attr(Engine, "_setup_env", lambda _self: None)
+
+
+WEAKENINGS: dict[str, Callable[[Setter], None]] = {"binds": _binds, "setup-env": _setup_env}
 
 
 def apply(names: Sequence[str], set_attr: Setter = setattr) -> None:

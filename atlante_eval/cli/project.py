@@ -96,7 +96,7 @@ def _validated(path: Path | None, *, probe: bool, host_version: str | None) -> _
     import anyio
 
     from ..diagnostics import DiagnosticError
-    from ..project import load_suite, model_diagnostics
+    from ..project import load_suite, model_diagnostics, pack_setup_warnings
     from ..run.pinning import host_pin, pin_option
 
     requested = pin_option(host_version)
@@ -111,6 +111,7 @@ def _validated(path: Path | None, *, probe: bool, host_version: str | None) -> _
         limits = anyio.run(resolve_limits_settings, None, config)
         valid = replace(_probed(valid), limits=limits)
     found = model_diagnostics(config.host, config.model, getattr(valid.host, "dialect", None))
+    found += pack_setup_warnings(suite)
     if any(d.severity == "error" for d in found):
         raise DiagnosticError([*found, *suite.warnings])
     return replace(valid, suite=replace(suite, warnings=(*suite.warnings, *found)))

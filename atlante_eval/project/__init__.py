@@ -39,7 +39,7 @@ from .scenarios import (
     FileUnchangedCheck,
     Scenario,
 )
-from .suite import Suite, load_suite
+from .suite import Suite, load_suite, pack_setup_warnings
 from .validation import BEHAVIOUR_CHECK_TAGS, location_of
 
 __all__ = [
@@ -74,6 +74,7 @@ __all__ = [
     "make_plan",
     "model_diagnostics",
     "modified_cause",
+    "pack_setup_warnings",
     "parse_trials",
     "plan_digest",
     "resolve_budget",

@@ -8,6 +8,7 @@ ready to plan, or raises :class:`DiagnosticError` with every problem found.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from .preflight import agent_diagnostics, git_diagnostics, name_diagnostics
 from .scenarios import Origin, Scenario
 from .validation import location_of
 
-__all__ = ["Suite", "load_suite"]
+__all__ = ["Suite", "load_suite", "pack_setup_warnings"]
 
 _NAME_FLAGS = fnmatch.BRACE
 
@@ -219,4 +220,33 @@ def _host_diagnostics(kept: Sequence[Scenario], host: str) -> list[Diagnostic]:
         )
         for s in kept
         if s.declared_host is not None and s.declared_host != host
+    ]
+
+
+def pack_setup_warnings(suite: Suite) -> list[Diagnostic]:
+    """Warn once per included pack scenario that runs ``setup`` commands before its trials.
+
+    A pack's setup is code its author wrote, run on this machine before every
+    trial: under ``none`` with the user's access and full environment, under ``os``
+    confined, with only the allowlisted environment and ``--pass-env``.
+    """
+    confined = suite.project.eval.isolation == "os"
+    how = (
+        "confined (--isolation os), with only the allowlisted environment and --pass-env"
+        if confined
+        else "with your user's access and your full environment (every secret in it)"
+    )
+    return [
+        warning(
+            "pack-setup-commands",
+            f'pack scenario "{s.name}" from {s.origin.label} runs setup commands before each '
+            f"trial, {how}: {json.dumps(list(s.document.task.setup))}",
+            source=s.source,
+            pointer="/task/setup",
+            location=location_of(s.text, "/task/setup"),
+            next="read what the pack's setup does before you run it"
+            + ("" if confined else "; run packs you did not write with --isolation os"),
+        )
+        for s in suite.scenarios
+        if s.origin.kind == "package" and s.document.task.setup
     ]

@@ -26,6 +26,7 @@ from typing import Any, Literal, NotRequired
 import anyio
 import anyio.abc
 
+from .._util.environment import allowed_env
 from .._util.fstree import RemovalFailure
 from .._util.logs import get_logger
 from .._util.paths import display_path
@@ -403,6 +404,7 @@ class Engine:
                     owner=ticket.owned,
                     skeleton=self._skeleton,
                     confine_setup=_phase(isolation, "setup"),
+                    setup_env=self._setup_env(),
                 ) as sandbox,
             ):
                 kept = sandbox.trial_dir
@@ -474,6 +476,12 @@ class Engine:
             redact=redact,
         ) as meter:
             yield meter
+
+    def _setup_env(self) -> dict[str, str] | None:
+        """Under ``os``, setup gets the checks' allowlisted environment plus ``--pass-env``."""
+        if self.options.isolation is None:
+            return None  # the reference: the full environment
+        return allowed_env(extra=self.options.pass_env)
 
     def _context(
         self, planned: PlannedTrial, root: Path, state: Path, meter: TrialMeter | None = None

@@ -394,9 +394,16 @@ def _snapshot(root: Path, scenario: Scenario) -> dict[str, str | None]:
     return snapshot
 
 
-async def _run_setup(argv: list[str], root: Path, wrap: SpawnWrapper | None) -> None:
+async def _run_setup(
+    argv: list[str], root: Path, wrap: SpawnWrapper | None, env: Mapping[str, str] | None
+) -> None:
+    """Run ``setup`` in the sandbox: with ``env``, else the full environment (the reference's)."""
     result = await run_process(
-        argv, cwd=root, env=dict(os.environ), timeout_s=SETUP_TIMEOUT_MS / 1000, wrap=wrap
+        argv,
+        cwd=root,
+        env=dict(os.environ if env is None else env),
+        timeout_s=SETUP_TIMEOUT_MS / 1000,
+        wrap=wrap,
     )
     if result.timed_out:
         raise SandboxError(f"setup timed out after {SETUP_TIMEOUT_MS}ms")
@@ -423,6 +430,7 @@ async def trial_sandbox(
     owner: TrialDirs,
     skeleton: Path | None = None,
     confine_setup: Callable[[Path, Path], SpawnWrapper] | None = None,
+    setup_env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Sandbox]:
     """Assemble a trial's sandbox and yield it; ``owner`` removes it later.
 
@@ -438,6 +446,8 @@ async def trial_sandbox(
         skeleton: an empty repository to copy instead of running ``git init``.
         confine_setup: called with the sandbox root and state directory; returns
             the wrapper that confines ``setup`` (``--isolation os``).
+        setup_env: the whole environment of ``setup`` (``--isolation os``: the
+            allowlist and ``--pass-env``); ``None`` passes the full environment.
 
     Raises:
         SandboxError: assembly failed (the trial is an ``infra-error``).
@@ -452,7 +462,7 @@ async def trial_sandbox(
         prepare_host(root, state)
         if scenario.document.task.setup:
             wrap = confine_setup(root, state) if confine_setup is not None else None
-            await _run_setup(list(scenario.document.task.setup), root, wrap)
+            await _run_setup(list(scenario.document.task.setup), root, wrap, setup_env)
         snapshot = await anyio.to_thread.run_sync(_snapshot, root, scenario)
         baseline = await make_baseline(root, git_dir, skeleton=skeleton)
     except GitError as exc:
