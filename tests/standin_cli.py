@@ -17,7 +17,9 @@ the journal came with it (to show the directory that leaves);
 ``ATLANTE_TEST_DEFAULT_SIGHUP`` leaves SIGHUP to its default, as before it interrupted a
 run (to show what closing the terminal did);
 ``ATLANTE_TEST_WEAKEN`` names weakened isolation code paths to install
-(:mod:`weakened_isolation`), to show the breach each defence prevents.
+(:mod:`weakened_isolation`), to show the breach each defence prevents;
+``ATLANTE_TEST_SESSION_CANARY`` puts a key with that payload in the process's
+own session keyring (:mod:`keyringkit`).
 """
 
 from __future__ import annotations
@@ -117,6 +119,10 @@ def _write_peak_rss(path: str) -> None:
 
 if os.environ.get("ATLANTE_TEST_RSS_FILE"):
     atexit.register(_write_peak_rss, os.environ["ATLANTE_TEST_RSS_FILE"])
+if os.environ.get("ATLANTE_TEST_SESSION_CANARY"):
+    import keyringkit
+
+    keyringkit.plant_canary(os.environ["ATLANTE_TEST_SESSION_CANARY"])
 if os.environ.get("ATLANTE_TEST_WEAKEN"):
     import weakened_isolation
 

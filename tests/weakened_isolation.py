@@ -11,6 +11,7 @@ through, which proves the test can see it) and once against the real engine.
   four times), synchronously, following links, without a size cap or a
   regular-file check.
 * ``setup-env``: setup gets the engine's full environment under ``os`` too.
+* ``keyring``: confined processes inherit the engine's session keyring.
 """
 
 from __future__ import annotations
@@ -92,7 +93,17 @@ def _setup_env(set_attr: Setter) -> None:
     set_attr(Engine, "_setup_env", lambda _self: None)
 
 
-WEAKENINGS: dict[str, Callable[[Setter], None]] = {"binds": _binds, "setup-env": _setup_env}
+def _keyring(set_attr: Setter) -> None:
+    from atlante_eval.trial import process
+
+    set_attr(process, "join_fresh_session_keyring", lambda: None)
+
+
+WEAKENINGS: dict[str, Callable[[Setter], None]] = {
+    "binds": _binds,
+    "setup-env": _setup_env,
+    "keyring": _keyring,
+}
 
 
 def apply(names: Sequence[str], set_attr: Setter = setattr) -> None:

@@ -2,7 +2,8 @@
 
 :mod:`.sandbox` assembles and removes a trial's directories; :mod:`.process` runs
 a child process with a bounded, ordered shutdown (its pipes in :mod:`.pipes`, the
-live process groups in :mod:`.groups`); :mod:`.gitops` takes the
+live process groups in :mod:`.groups`, the fresh session keyring each confined
+child starts in in :mod:`.keyring`); :mod:`.gitops` takes the
 baseline and collects what changed; :mod:`.treestate` is the baseline snapshot
 kept outside the agent's reach.
 """

@@ -15,7 +15,9 @@ command checks by passing one, and host sessions through
 :func:`confined_spawns`, so every process a host starts is confined without the
 host knowing (a host cannot forget it). Wrapped programs are started from one
 long-lived thread: bubblewrap's ``--die-with-parent`` is tied to the thread
-that forked it, and the worker threads of the event loop come and go. A wrapper
+that forked it, and the worker threads of the event loop come and go; that
+thread joins a fresh anonymous session keyring before each confined spawn
+(:mod:`.keyring`), so no confined process holds the engine's keys. A wrapper
 that needs more than a command line (per-trial resource limits) returns a
 :class:`SpawnPlan`: descriptors the child inherits, a step run right after the
 spawn, and one run once the child is gone.
@@ -47,6 +49,7 @@ import anyio
 
 from .groups import LIVE_GROUPS, SWEEP_ENV, descendants, kill_all_process_groups
 from .groups import sweep as sweep_marked
+from .keyring import join_fresh_session_keyring
 from .pipes import MAX_LINE_BYTES, HeadBuffer, Pipes, TailBuffer, feed, pump, pump_lines
 
 __all__ = [
@@ -114,7 +117,14 @@ def confined_spawns(wrapper: SpawnWrapper | None) -> Iterator[None]:
 def _spawn_in_long_lived_thread(plan: SpawnPlan, cwd: Path, fds: tuple[int, int, int]) -> Process:
     if not _SPAWNER:
         _SPAWNER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="atlante-spawn"))
-    return _SPAWNER[0].submit(_spawn, plan, cwd, fds).result()
+    return _SPAWNER[0].submit(_spawn_confined, plan, cwd, fds).result()
+
+
+def _spawn_confined(plan: SpawnPlan, cwd: Path, fds: tuple[int, int, int]) -> Process:
+    """Spawn a wrapped child; a confined one in a fresh session keyring (:mod:`.keyring`)."""
+    if plan.confined:
+        join_fresh_session_keyring()
+    return _spawn(plan, cwd, fds)
 
 
 @dataclass(frozen=True, slots=True)
