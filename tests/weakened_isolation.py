@@ -12,6 +12,7 @@ through, which proves the test can see it) and once against the real engine.
   regular-file check.
 * ``setup-env``: setup gets the engine's full environment under ``os`` too.
 * ``keyring``: confined processes inherit the engine's session keyring.
+* ``kept``: kept sandboxes are handed over with the repositories the agent left.
 """
 
 from __future__ import annotations
@@ -99,7 +100,14 @@ def _keyring(set_attr: Setter) -> None:
     set_attr(process, "join_fresh_session_keyring", lambda: None)
 
 
+def _kept(set_attr: Setter) -> None:
+    from atlante_eval.trial import sandbox
+
+    set_attr(sandbox, "_defuse_kept", lambda _path: None)
+
+
 WEAKENINGS: dict[str, Callable[[Setter], None]] = {
+    "kept": _kept,
     "binds": _binds,
     "setup-env": _setup_env,
     "keyring": _keyring,

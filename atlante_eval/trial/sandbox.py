@@ -31,9 +31,11 @@ import anyio
 
 from .._util import fstree
 from .._util.fstree import RemovalFailure
+from .._util.logs import get_logger
 from .._util.paths import FORBIDDEN_SEGMENTS, UnsafePathError, resolve_no_follow, split_segments
 from ..project import SETUP_TIMEOUT_MS, FileUnchangedCheck, NativeOutputs, Scenario
 from .gitops import Baseline, GitError, make_baseline
+from .kept import defuse_repositories
 from .process import SpawnWrapper, run_process
 
 __all__ = [
@@ -52,6 +54,8 @@ __all__ = [
 ]
 
 _COPY_CHUNK = 1 << 20
+
+log = get_logger("atlante_eval.trial.sandbox")
 
 
 class SandboxError(Exception):
@@ -499,18 +503,34 @@ async def trial_dirs(
     shielded) each registered directory is removed, unless ``keep``. The engine
     holds this scope around a whole trial, so its slot is given back before the
     trees are removed. Removal never raises: what cannot be removed is appended
-    to ``failures`` (and left in place).
+    to ``failures`` (and left in place). With ``keep``, the kept sandboxes' git
+    repositories are defused instead (:mod:`.kept`), so inspecting them with git
+    runs no code the agent wrote.
     """
     owned = TrialDirs()
     try:
         yield owned
     finally:
+        if keep and owned.paths:
+            with anyio.CancelScope(shield=True):
+                for path in owned.paths:
+                    await anyio.to_thread.run_sync(_defuse_kept, path / "project")
         if not keep and owned.paths:
             with anyio.CancelScope(shield=True):
                 for path in owned.paths:
                     failure = await anyio.to_thread.run_sync(remove_tree, path)
                     if failure is not None and failures is not None:
                         failures.append(failure)
+
+
+def _defuse_kept(sandbox: Path) -> None:
+    """Defuse a kept sandbox's repositories; a failure is logged, never raised."""
+    if not os.path.isdir(sandbox) or os.path.islink(sandbox):
+        return
+    try:
+        defuse_repositories(sandbox)
+    except Exception as exc:  # noqa: BLE001 - keeping a sandbox must never end a run
+        log.warning("sandbox.defuse-failed", sandbox=str(sandbox), error=str(exc))
 
 
 def _fresh_dir(run_root: Path, name: str) -> Path:
