@@ -121,3 +121,10 @@ def outcomes(trial: TrialResult, *, agent_only: bool = False) -> dict[str, dict[
             outcome = json.loads(match.group(0))
             found[outcome["attack"]] = outcome
     return found
+
+
+#: ``run`` arguments for a CLI run as ``nobody`` under ``os``: the default per-trial
+#: control-group limits are unavailable to an unprivileged user without a delegated
+#: cgroup subtree (``eval-limits-unavailable``), and the attacks run as ``nobody``
+#: do not depend on them.
+NO_CGROUP_LIMITS = ["--limit", "memoryMb=unlimited", "--limit", "pids=unlimited"]

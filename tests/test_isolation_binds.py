@@ -32,7 +32,7 @@ import anyio
 import pytest
 import weakened_isolation
 from factory import make_project, scenario
-from isolationkit import require_bwrap
+from isolationkit import NO_CGROUP_LIMITS, require_bwrap
 from standin import StandinHost, actions
 from unprivileged import give_to_nobody, nobody_workspace, run_cli_as_nobody
 
@@ -180,7 +180,16 @@ def test_sandbox_files_never_widen_the_view_as_nobody(
         if weakened:
             monkeypatch.setenv("ATLANTE_TEST_WEAKEN", "binds")
         done = run_cli_as_nobody(
-            ["run", str(canaries.project), "--isolation", "os", "--trials", "1", "--no-history"],
+            [
+                "run",
+                str(canaries.project),
+                "--isolation",
+                "os",
+                "--trials",
+                "1",
+                "--no-history",
+                *NO_CGROUP_LIMITS,
+            ],
             base,
         )
         reports = sorted((canaries.project / ".atlante" / "eval").glob("*/report.json"))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from clikit import cleaned_up, report_dirs, start_cli
 from factory import make_project, scenario
-from isolationkit import require_bwrap
+from isolationkit import NO_CGROUP_LIMITS, require_bwrap
 from keyringkit import READER
 from standin import actions
 from unprivileged import give_to_nobody, nobody_python, nobody_workspace, run_cli_as_nobody
@@ -91,7 +91,7 @@ def test_the_session_keyring_canary_is_unreadable_as_nobody(
     with nobody_workspace() as base:
         project = _project(base / "project", nobody_python())
         give_to_nobody(base)
-        done = run_cli_as_nobody(["run", str(project), *ARGS], base)
+        done = run_cli_as_nobody(["run", str(project), *ARGS, *NO_CGROUP_LIMITS], base)
         assert done.returncode in (0, 1), done.stderr
         agent, check = _found(project)
     expected = f"keyring: read {canary}" if weakened else "keyring: Required key not available"

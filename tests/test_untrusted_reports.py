@@ -169,13 +169,13 @@ def _adaptive_args(project: Path, base: Path) -> list[str | Path]:
 
 
 def _forged_baseline(tmp_path: Path) -> Path:
-    """A baseline in the adaptive tests' shape (4/4 passes) whose stats claim 0/1,000,000."""
+    """A baseline in the adaptive tests' shape (4/4 passes) whose stats claim 0/100."""
     path = baseline(tmp_path / "base.json", {"always": (4, 4)})
     document = json.loads(path.read_text(encoding="utf-8"))
     honest = json.loads(report({"s": counts(4)}).to_json())["scenarios"]["s"]["stats"]
     document["scenarios"]["always"]["stats"] = honest
     path.write_text(json.dumps(document), encoding="utf-8")
-    return _edit(path, "always", executed=1_000_000, graded=1_000_000, passed=0, passRateGraded=0)
+    return _edit(path, "always", executed=100, graded=100, passed=0, passRateGraded=0)
 
 
 def _published(project: Path) -> list[Path]:
@@ -185,7 +185,7 @@ def _published(project: Path) -> list[Path]:
 def test_forged_baseline_stops_an_adaptive_run_early_only_when_weakened(
     tmp_path: Path, weakened: None
 ) -> None:
-    """Weakened: the forged 0/1,000,000 makes a steady scenario 'improved' at the first look."""
+    """Weakened: the forged 0/100 makes a steady scenario 'improved' at the first look."""
     project = adaptive_project(tmp_path / "p", [chance_scenario("always", 1.0)])
     base = _forged_baseline(tmp_path)
     result = _invoke(*_adaptive_args(project, base))
