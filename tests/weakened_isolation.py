@@ -13,6 +13,8 @@ through, which proves the test can see it) and once against the real engine.
 * ``setup-env``: setup gets the engine's full environment under ``os`` too.
 * ``keyring``: confined processes inherit the engine's session keyring.
 * ``kept``: kept sandboxes are handed over with the repositories the agent left.
+* ``groups``: the isolation layer lets the exception group of its task groups
+  out, wrapping whatever ended a trial inside it (a failed setup, ENOSPC, EMFILE).
 """
 
 from __future__ import annotations
@@ -106,7 +108,14 @@ def _kept(set_attr: Setter) -> None:
     set_attr(sandbox, "_defuse_kept", lambda _path: None)
 
 
+def _groups(set_attr: Setter) -> None:
+    from atlante_eval.isolation import trial
+
+    set_attr(trial, "sole_error", lambda failure: failure)
+
+
 WEAKENINGS: dict[str, Callable[[Setter], None]] = {
+    "groups": _groups,
     "kept": _kept,
     "binds": _binds,
     "setup-env": _setup_env,

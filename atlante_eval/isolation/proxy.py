@@ -18,9 +18,10 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .._util.endpoints import Endpoint, EndpointError, parse_endpoint
+from .._util.errors import describe_os_error, sole_error
 from .._util.logs import get_logger
 
-__all__ = ["DENIED_LIMIT", "FilterProxy", "serve_proxy"]
+__all__ = ["DENIED_LIMIT", "FilterProxy", "ProxyError", "serve_proxy"]
 
 log = get_logger("atlante_eval.isolation.proxy")
 
@@ -143,13 +144,47 @@ async def _relay(source: anyio.abc.ByteStream, target: anyio.abc.ByteStream) -> 
             await target.send_eof()
 
 
+class ProxyError(OSError):
+    """Raised by :func:`serve_proxy` when the trial's proxy cannot listen or stops accepting.
+
+    Its text names the cause (``Too many open files (EMFILE)``); the trial that
+    needed the proxy becomes an ``infra-error`` with it.
+    """
+
+
+async def _accept(listener: anyio.abc.SocketListener, proxy: FilterProxy) -> None:
+    """Accept connections until cancelled; an accept that fails ends the trial, said plainly."""
+    try:
+        await listener.serve(proxy.handle)
+    except (OSError, anyio.BrokenResourceError, BaseExceptionGroup) as exc:
+        # serve's own task group wraps the error; anyio's accept says BrokenResourceError
+        # for the OSError (EMFILE, ENFILE, ENOMEM) it was raised from.
+        cause = sole_error(exc)
+        if isinstance(cause, anyio.BrokenResourceError) and isinstance(cause.__cause__, OSError):
+            cause = cause.__cause__
+        if not isinstance(cause, OSError):
+            raise
+        raise ProxyError(
+            f"the trial's network proxy stopped accepting connections: {describe_os_error(cause)}"
+        ) from cause
+
+
 @contextlib.asynccontextmanager
 async def serve_proxy(proxy: FilterProxy, socket_path: Path) -> AsyncIterator[FilterProxy]:
-    """Serve ``proxy`` on a new Unix socket at ``socket_path`` until the block ends."""
-    listener = await anyio.create_unix_listener(socket_path)
-    await anyio.Path(socket_path).chmod(0o600)
+    """Serve ``proxy`` on a new Unix socket at ``socket_path`` until the block ends.
+
+    Raises:
+        ProxyError: the socket cannot be made, or accepting a connection failed.
+    """
+    try:
+        listener = await anyio.create_unix_listener(socket_path)
+        await anyio.Path(socket_path).chmod(0o600)
+    except OSError as exc:
+        raise ProxyError(
+            f"the trial's network proxy could not listen: {describe_os_error(exc)}"
+        ) from exc
     async with anyio.create_task_group() as group:
-        group.start_soon(listener.serve, proxy.handle)
+        group.start_soon(_accept, listener, proxy)
         try:
             yield proxy
         finally:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from .._util.endpoints import Endpoint, endpoints_in_env, parse_endpoint
+from .._util.errors import sole_error
 from ..report import DeniedAccess, TrialResult
 from ..trial import SpawnPlan, SpawnWrapper
 from .bwrap import FORWARDER_PORT, Confinement, NetworkAccess
@@ -230,22 +231,33 @@ async def open_trial_isolation(
 ) -> AsyncIterator[TrialIsolation | None]:
     """The trial's isolation for the block: its limits' group and, under ``os``, its proxies.
 
-    Yields ``None`` when the run neither confines nor limits its trials.
+    Yields ``None`` when the run neither confines nor limits its trials. This is
+    the isolation layer's boundary: an error inside its block (a failed setup, a
+    full disk) or from its proxies leaves it as itself, never wrapped in the
+    exception group of the task groups that serve the proxies
+    (:func:`~atlante_eval._util.errors.sole_error`).
 
     Raises:
         SandboxError: the trial's control group could not be created.
+        ProxyError: a proxy could not listen, or stopped accepting connections.
     """
     if settings is None and (limits is None or not limits.limits.any):
         yield None
         return
-    async with contextlib.AsyncExitStack() as stack:
-        trial_limits = None
-        if limits is not None and limits.limits.any:
-            trial_limits = await stack.enter_async_context(open_trial_limits(limits))
-        proxies = None
-        if settings is not None:
-            proxies = await stack.enter_async_context(_proxies(settings, run_root))
-        yield TrialIsolation(settings, proxies, trial_limits, run_root=run_root)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            trial_limits = None
+            if limits is not None and limits.limits.any:
+                trial_limits = await stack.enter_async_context(open_trial_limits(limits))
+            proxies = None
+            if settings is not None:
+                proxies = await stack.enter_async_context(_proxies(settings, run_root))
+            yield TrialIsolation(settings, proxies, trial_limits, run_root=run_root)
+    except BaseExceptionGroup as group:
+        cause = sole_error(group)
+        if cause is group:
+            raise
+        raise cause from None
 
 
 @contextlib.asynccontextmanager

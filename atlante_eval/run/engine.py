@@ -69,6 +69,7 @@ from ..trial import (
     trial_sandbox,
 )
 from .arm_setup import ArmSetup
+from .failures import crash_text
 from .metering import GatewayRun, MeteredFields, TrialMeter, settle
 from .redaction import redact_trial, untrusted_transcript
 
@@ -438,7 +439,7 @@ class Engine:
                 i=planned.index,
                 verdict="infra-error",
                 duration_ms=int((time.monotonic() - started) * 1000),
-                error=f"unexpected error: {type(exc).__name__}: {exc}",
+                error=crash_text(exc),
             )
         finally:
             if settle and not took_session:

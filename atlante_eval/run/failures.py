@@ -1,4 +1,4 @@
-"""What stopped a run, said as diagnostics: the cause behind task-group wrappers, the journal.
+"""What stopped a run or a trial: the cause behind task-group wrappers, the journal.
 
 A run that stops part-way still publishes its report; :func:`cause` names the
 error that stopped it (``Type: message``, once however many trials raised it),
@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from .._util.errors import describe_os_error
 from .._util.paths import display_path
 from ..diagnostics import Diagnostic, DiagnosticError, error
+from ..isolation.proxy import ProxyError
 from .journal import JournalError
 
-__all__ = ["cause", "journal_diagnostic", "journal_failure", "with_journal_cause"]
+__all__ = ["cause", "crash_text", "journal_diagnostic", "journal_failure", "with_journal_cause"]
 
 
 def _leaves(failure: BaseException) -> list[BaseException]:
@@ -37,6 +39,19 @@ def cause(failure: BaseException) -> str:
     if len(causes) == 1:
         return causes[0]
     return f"{causes[0]} (and {len(causes) - 1} other error(s))"
+
+
+def crash_text(exc: Exception) -> str:
+    """A trial's ``error`` for what its code did not expect: the cause, said plainly.
+
+    A proxy failure says so itself; an ``OSError`` is named by its errno
+    (``No space left on device (ENOSPC): path``); anything else is ``Type: message``.
+    """
+    if isinstance(exc, ProxyError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"unexpected error: {type(exc).__name__}: {describe_os_error(exc)}"
+    return f"unexpected error: {type(exc).__name__}: {exc}"
 
 
 def journal_failure(failure: BaseException | None) -> JournalError | None:
