@@ -687,3 +687,19 @@ def test_scenario_statistics_rejects_bad_input() -> None:
         scenario_statistics(["pass"], durations=[], tokens=[None], costs=[None])
     with pytest.raises(ValueError, match="unknown verdicts: maybe"):
         scenario_statistics(["maybe"], durations=[1], tokens=[None], costs=[None])
+
+
+@pytest.mark.parametrize(("n", "p"), [(1_001, 0.3), (2_500, 0.5), (20_000, 0.999)])
+def test_binomial_terms_of_many_trials_match_exact_fractions(n: int, p: float) -> None:
+    """Beyond 1,000 trials comb(n, k) overflows a float: the terms still match exactly."""
+    from fractions import Fraction
+
+    from atlante_eval.stats.exact import binomial_pmf
+
+    terms = binomial_pmf(n, p)
+    assert sum(terms) == pytest.approx(1.0, abs=1e-9)
+    chance = Fraction(p)
+    mode, spread = round(n * p), math.ceil(3 * math.sqrt(n * p * (1 - p)))
+    for k in {0, n, *range(max(0, mode - spread), min(n, mode + spread) + 1, max(1, spread // 4))}:
+        exact = float(math.comb(n, k) * chance**k * (1 - chance) ** (n - k))
+        assert terms[k] == pytest.approx(exact, rel=1e-9, abs=1e-300)

@@ -70,6 +70,11 @@ def build_fisher_table(n0: int, n: int) -> tuple[tuple[float, ...], ...]:
     return tuple(tuple(row) for row in rows)
 
 
+#: Largest ``n`` whose binomial terms are computed with exact coefficients (they fit
+#: a float up to about 1,020 trials).
+_EXACT_PMF_TRIALS = 1000
+
+
 def binomial_pmf(n: int, p: float) -> list[float]:
     """``P(X = k)`` for ``k = 0..n`` with ``X ~ Binomial(n, p)`` (exact endpoints at 0 and 1)."""
     if p <= 0.0:
@@ -77,7 +82,14 @@ def binomial_pmf(n: int, p: float) -> list[float]:
     if p >= 1.0:
         return [0.0] * n + [1.0]
     q = 1.0 - p
-    return [math.comb(n, k) * p**k * q ** (n - k) for k in range(n + 1)]
+    if n <= _EXACT_PMF_TRIALS:
+        return [math.comb(n, k) * p**k * q ** (n - k) for k in range(n + 1)]
+    # Beyond, comb(n, k) no longer fits a float: the same terms in log space (linear).
+    log_p, log_q, log_n = math.log(p), math.log(q), math.lgamma(n + 1)
+    return [
+        math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q)
+        for k in range(n + 1)
+    ]
 
 
 #: ``rule(s0, k, x)``: what the rule does at look ``k`` (0-based) with HEAD passes ``x``.
