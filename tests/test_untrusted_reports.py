@@ -33,7 +33,7 @@ from atlante_eval.trial import process as process_module
 MADE: list[StandinHost] = []
 
 
-def _make_standin() -> StandinHost:
+def _make_standin(binary: str | None = None) -> StandinHost:
     host = StandinHost()
     MADE.append(host)
     return host
