@@ -435,3 +435,20 @@ def test_a_wave_the_budget_skips_entirely_takes_no_look(tmp_path: Path) -> None:
     assert [t.verdict for t in report.scenarios["b-fresh"].trials] == ["skipped-budget"] * 2
     assert [look.trials for look in coin.looks] == [2]
     assert coin.stopped == "max-sessions"
+
+
+def test_a_baseline_of_thousands_of_trials_is_thinned_for_the_design(tmp_path: Path) -> None:
+    """A 5,000-trial baseline: the design judges against its first 200 graded trials (its
+    exact path counts would overflow a float beyond about 1,000), says so, and decides."""
+    project = adaptive_project(tmp_path / "p", [chance_scenario("flip", 0.0)], maxSessions=100)
+    base = baseline(tmp_path / "base" / "report.json", {"flip": (5000, 5000)})
+    result = invoke(*adaptive_args(project, base, "--min-trials", "4", "--max-trials", "20"))
+    assert result.exit_code == 1, result.stderr
+    assert "warning [adaptive-baseline-thinned]" in result.stderr
+    assert "flip (5000)" in result.stderr
+    record = published(project).adaptive
+    assert record is not None
+    flip = record.scenarios["flip"]
+    assert (flip.decision, flip.stopped) == ("regressed", "decided")
+    assert flip.baseline_graded == 200
+    assert flip.trials < 20
