@@ -31,6 +31,7 @@ __all__ = [
     "CheckResult",
     "CheckVerdict",
     "DeniedAccess",
+    "FinalStateRef",
     "HostSource",
     "LimitReached",
     "LimitsRecord",
@@ -52,6 +53,7 @@ __all__ = [
     "ToolCallCounts",
     "Totals",
     "TrialAttempt",
+    "TrialRegrade",
     "TrialResult",
     "Verdict",
     "model_version_of",
@@ -220,6 +222,44 @@ class TamperEvidence(OutputModel):
     """The 1-based stdout line it was seen on, when it is a line."""
 
 
+class FinalStateRef(OutputModel):
+    """Where a trial's final state is stored, and whether it is whole (additive).
+
+    ``regrade`` rebuilds the trial's sandbox from it (docs/regrade.md).
+    """
+
+    path: str
+    """The trial's final-state manifest, relative to the run directory."""
+    digest: str
+    """SHA-256 of the manifest file: a manifest changed since is refused."""
+    complete: bool
+    """Every change was stored: the trial can be regraded."""
+    files: int
+    """File contents the state refers to (the agent's, setup's and the sandbox's ``.git``)."""
+    bytes: int
+    """Their total size, uncompressed."""
+    stored_bytes: int
+    """Compressed bytes this trial added to the run's store (contents already there are
+    shared)."""
+    omitted: int | None = None
+    """Entries left out (over the cap, unreadable, special files); absent: none."""
+    reason: str | None = None
+    """Why the state is not whole (the first omission)."""
+
+
+class TrialRegrade(OutputModel):
+    """What ``regrade`` did with this trial (additive; docs/regrade.md)."""
+
+    status: Literal["regraded", "kept", "unavailable"]
+    """``regraded``: the current checks ran on its rebuilt sandbox; ``kept``: it never
+    reached grading, its verdict stands; ``unavailable``: its final state could not be
+    rebuilt (verdict ``infra-error``, ``reason`` says why)."""
+    previous_verdict: Verdict
+    """The verdict in the report that was regraded."""
+    reason: str | None = None
+    """Why the trial could not be regraded."""
+
+
 class TrialResult(OutputModel):
     """One trial of one scenario."""
 
@@ -288,6 +328,10 @@ class TrialResult(OutputModel):
     """How many more pieces of evidence ``tampered`` leaves out; absent: none (additive)."""
     variant: str | None = None
     """The arm this trial ran (``eval.variants``; absent in a run without arms)."""
+    final_state: FinalStateRef | None = None
+    """The stored final state ``regrade`` rebuilds the trial from (additive)."""
+    regrade: TrialRegrade | None = None
+    """How ``regrade`` treated the trial, in a regraded report (additive)."""
 
 
 class Spread(OutputModel):
@@ -699,6 +743,8 @@ class Meta(OutputModel):
     ``host``, ``model``, ``hostVersion`` and ``manifestDigest`` above are the control's."""
     variant_seed: int | None = None
     """The seed that shuffled the arms' order within each block of trials (additive)."""
+    regraded_from: str | None = None
+    """The run id of the report this one regraded: same trials, current checks (additive)."""
 
 
 class RunReport(OutputModel):

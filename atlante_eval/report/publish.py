@@ -384,8 +384,9 @@ def report_base(project_root: Path, out: Path | None) -> Path:
     return out if out is not None else project_root / ".atlante" / "eval"
 
 
-#: Run-directory entries the engine creates as plain directories (transcripts).
-ENGINE_DIRS = frozenset({"trials"})
+#: Run-directory entries the engine creates as plain directories (transcripts, and
+#: the store of the trials' final files: docs/regrade.md).
+ENGINE_DIRS = frozenset({"trials", "final-state"})
 _TAMPERED_PREFIX = "tampered-"
 _PUBLISH_ATTEMPTS = 4
 

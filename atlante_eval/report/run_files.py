@@ -161,6 +161,15 @@ class RunFiles:
         if not single_component(scenario):
             return None
         names = [TRIALS_DIR, scenario, str(index)]
+        fd = self.open_dir(names, create=create)
+        return None if fd is None else TrialFiles(fd, "/".join(names))
+
+    def open_dir(self, names: list[str], *, create: bool = True) -> int | None:
+        """Open the directory ``names`` (one name per level) below the run directory.
+
+        Returns an owned descriptor, or ``None`` when a level is missing (and
+        ``create`` is false), a symlink, or not a directory.
+        """
         fd = self._fd
         try:
             for name in names:
@@ -172,7 +181,7 @@ class RunFiles:
             if fd != self._fd:
                 os.close(fd)
             return None
-        return TrialFiles(fd, "/".join(names))
+        return fd if fd != self._fd else os.dup(fd)
 
     def close(self) -> None:
         """Close the run directory's descriptor."""
