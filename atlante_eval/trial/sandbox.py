@@ -18,6 +18,7 @@ trial is cancelled.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 import stat
@@ -37,6 +38,7 @@ from ..project import SETUP_TIMEOUT_MS, FileUnchangedCheck, NativeOutputs, Scena
 from .gitops import Baseline, GitError, make_baseline
 from .kept import defuse_repositories
 from .process import SpawnWrapper, run_process
+from .treestate import differing_paths, take_snapshot
 
 __all__ = [
     "RemovalFailure",
@@ -84,6 +86,9 @@ class Sandbox:
     """Baseline commit and snapshot."""
     snapshot: Mapping[str, str | None]
     """SHA-256 of each ``file-unchanged`` path before the trial (``None``: not a file)."""
+    prepared: tuple[str, ...] | None = None
+    """Paths host preparation and setup may have changed in the fixture and native
+    outputs (``record_prepared``; ``None``: not recorded)."""
 
 
 def create_run_root() -> Path:
@@ -435,6 +440,7 @@ async def trial_sandbox(
     skeleton: Path | None = None,
     confine_setup: Callable[[Path, Path], SpawnWrapper] | None = None,
     setup_env: Mapping[str, str] | None = None,
+    record_prepared: bool = False,
 ) -> AsyncIterator[Sandbox]:
     """Assemble a trial's sandbox and yield it; ``owner`` removes it later.
 
@@ -452,6 +458,9 @@ async def trial_sandbox(
             the wrapper that confines ``setup`` (``--isolation os``).
         setup_env: the whole environment of ``setup`` (``--isolation os``: the
             allowlist and ``--pass-env``); ``None`` passes the full environment.
+        record_prepared: snapshot the assembled fixture and native outputs, so the
+            sandbox says which paths host preparation and setup changed
+            (:attr:`Sandbox.prepared`, for the trial's final state).
 
     Raises:
         SandboxError: assembly failed (the trial is an ``infra-error``).
@@ -463,12 +472,22 @@ async def trial_sandbox(
     git_dir = trial_dir / "baseline.git"
     try:
         await anyio.to_thread.run_sync(_assemble_files, scenario, native, root, state)
+        assembled = (
+            await anyio.to_thread.run_sync(
+                functools.partial(take_snapshot, root, clock_dir=trial_dir)
+            )
+            if record_prepared
+            else None
+        )
         prepare_host(root, state)
         if scenario.document.task.setup:
             wrap = confine_setup(root, state) if confine_setup is not None else None
             await _run_setup(list(scenario.document.task.setup), root, wrap, setup_env)
         snapshot = await anyio.to_thread.run_sync(_snapshot, root, scenario)
         baseline = await make_baseline(root, git_dir, skeleton=skeleton)
+        prepared = (
+            tuple(differing_paths(assembled, baseline.tree)) if assembled is not None else None
+        )
     except GitError as exc:
         raise SandboxError(str(exc), trial_dir=trial_dir) from exc
     except SandboxError as exc:
@@ -483,6 +502,7 @@ async def trial_sandbox(
         git_dir=git_dir,
         baseline=baseline,
         snapshot=snapshot,
+        prepared=prepared,
     )
 
 

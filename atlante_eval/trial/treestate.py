@@ -33,7 +33,9 @@ __all__ = [
     "TreeSnapshot",
     "blob_id",
     "changed_paths",
+    "differing_paths",
     "take_snapshot",
+    "tree_digest",
 ]
 
 _CHUNK = 1 << 20
@@ -56,6 +58,8 @@ class _State:
     """A symbolic link's target."""
     oid: bytes | None = None
     """A regular file's blob id at the baseline."""
+    mode: int = 0
+    """Permission bits (``st_mode & 0o7777``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,11 @@ class TreeSnapshot:
     def racy(self, state: _State) -> bool:
         """Whether a change in the snapshot's clock tick could leave ``state``'s stat as it is."""
         return state.mtime_ns >= self.stamp_ns or state.ctime_ns >= self.stamp_ns
+
+    def mode_of(self, path: str) -> int | None:
+        """The permission bits a regular file had (``None``: no regular file there)."""
+        state = self.entries.get(path)
+        return state.mode if state is not None and state.kind == _FILE else None
 
     def missing_oids(self) -> Iterator[str]:
         """Regular files without a blob id (git did not commit them: nested ``.git``, ...)."""
@@ -104,6 +113,7 @@ def _state(item: WalkEntry) -> _State:
         ino=info.st_ino,
         dev=info.st_dev,
         target=target,
+        mode=stat.S_IMODE(mode),
     )
 
 
@@ -229,3 +239,41 @@ def changed_paths(root: Path, snapshot: TreeSnapshot, *, sha256: bool = False) -
             changed.append(item.path)
     changed.extend(path for path in snapshot.entries if path not in seen)
     return sorted(set(changed))
+
+
+def differing_paths(before: TreeSnapshot, after: TreeSnapshot) -> list[str]:
+    """Paths whose entry may differ between two snapshots of one tree, from their stats alone.
+
+    No file is read: an entry whose stat is identical and was not racy in ``before``
+    is the same; any other is listed (so a file rewritten with equal content may be
+    listed too). Sorted.
+    """
+    found = [path for path in before.entries if path not in after.entries]
+    for path, now in after.entries.items():
+        old = before.entries.get(path)
+        same = (
+            old is not None
+            and (old.kind, old.executable, old.size, old.target)
+            == (now.kind, now.executable, now.size, now.target)
+            and (old.mtime_ns, old.ctime_ns, old.ino, old.dev)
+            == (now.mtime_ns, now.ctime_ns, now.ino, now.dev)
+            and not before.racy(old)
+        )
+        if not same:
+            found.append(path)
+    return sorted(found)
+
+
+def tree_digest(snapshot: TreeSnapshot) -> str:
+    """SHA-256 over a snapshot: each path's type, exec bit and blob id or link target.
+
+    Two sandboxes with the same digest hold the same files for every check (times
+    and inodes aside).
+    """
+    digest = hashlib.sha256()
+    for path in sorted(snapshot.entries):
+        state = snapshot.entries[path]
+        detail = state.oid.hex() if state.oid is not None else (state.target or "")
+        line = f"{path}\0{state.kind}\0{int(state.executable)}\0{detail}\n"
+        digest.update(line.encode("utf-8", errors="surrogateescape"))
+    return digest.hexdigest()
