@@ -143,7 +143,8 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "FOO --retry-infra 1 --resume earlier --shard 2/3 --balance duration --balance-from "
             "durations.json --last-failed --no-html --isolation os --gateway off --history "
             "h.sqlite --alert-webhook http://127.0.0.1:9/hook --limit memoryMb=512 "
-            "--limit cpus=0.5 --host-version 2.1.332 --variant fast --variant bare"
+            "--limit cpus=0.5 --host-version 2.1.332 --variant fast --variant bare "
+            "--no-final-state --final-state-cap 64M"
         ),
         {
             "scenarios": ["a*", "b"],
@@ -167,6 +168,8 @@ _SAME_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
             "limits": {"memoryMb": 512, "cpus": 0.5},
             "host_version": "2.1.332",
             "variants": ["fast", "bare"],
+            "final_state": False,
+            "final_state_cap": 64 * 1024 * 1024,
         },
     ),
     (

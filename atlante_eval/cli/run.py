@@ -281,6 +281,23 @@ def run(
             show_default=False,
         ),
     ] = None,
+    no_final_state: Annotated[
+        bool,
+        typer.Option(
+            "--no-final-state",
+            help="Do not store each trial's final files (then `regrade` cannot re-check them).",
+        ),
+    ] = False,
+    final_state_cap: Annotated[
+        str | None,
+        typer.Option(
+            "--final-state-cap",
+            metavar="SIZE",
+            help="Most file content one trial's final state may hold (default 256M); "
+            "a trial over it cannot be regraded.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run every selected scenario's trials on the configured host and publish the report.
 
@@ -321,6 +338,8 @@ def run(
             limits=limit,
             host_version=host_version,
             variants=_arm_selection(variant, variants),
+            final_state=not no_final_state,
+            final_state_cap=final_state_cap,
         )
         return run_command(path, options, as_json=as_json, junit=junit, log_format=log_format)
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import itertools
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NotRequired
@@ -30,23 +29,23 @@ from .._util.environment import allowed_env
 from .._util.fstree import RemovalFailure
 from .._util.logs import get_logger
 from .._util.paths import display_path
-from ..checks import NO_TRANSCRIPT, CheckContext, ignore_matcher, read_transcript, run_checks
+from ..checks import NO_TRANSCRIPT, read_transcript
 from ..hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext, secret_values
 from ..isolation.limits import LimitSettings, run_limit_groups
 from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
 from ..project import BEHAVIOUR_CHECK_TAGS, NativeOutputs, Plan, PlannedTrial
 from ..report import (
     Activity,
-    CheckResult,
+    FinalStateRef,
     ProgressEvent,
     RunFiles,
     TamperEvidence,
     TrialFiles,
     TrialResult,
     TrialStarted,
-    Verdict,
     utc_timestamp,
 )
+from ..report.blobstore import BlobStore
 from ..transcript import (
     LOG_CHARS,
     ErrorEntry,
@@ -57,26 +56,23 @@ from ..transcript import (
 )
 from ..trial import (
     Changes,
-    GitError,
     Sandbox,
     SandboxError,
     SpawnWrapper,
     TrialDirs,
-    collect_changes,
     confined_spawns,
     make_skeleton,
     trial_dirs,
     trial_sandbox,
 )
+from ..trial.finalstate import StateSettings, TrialState
+from .grading import CHANGED_FILES_LIMIT, Grading, grade_sandbox
 from .arm_setup import ArmSetup
 from .failures import crash_text
 from .metering import GatewayRun, MeteredFields, TrialMeter, settle
 from .redaction import redact_trial, untrusted_transcript
 
 __all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialGuard", "TrialHook"]
-
-#: Most paths a trial's ``changedFiles`` lists (the rest are counted).
-CHANGED_FILES_LIMIT = 1000
 
 log = get_logger("atlante_eval.run.engine")
 
@@ -109,6 +105,8 @@ class EngineOptions:
     """Per-trial resource limits (``eval.limits``, ``--limit``), proven by the preflight."""
     gateway: GatewayRun | None = None
     """The run's model gateway (``None``: off); each trial gets a route (docs/gateway.md)."""
+    final_state: StateSettings | None = None
+    """Store each graded trial's final state for ``regrade`` (``None``: ``--no-final-state``)."""
 
 
 class _SessionLedger:
@@ -226,6 +224,8 @@ class Engine:
     """An empty repository copied into each sandbox instead of ``git init``."""
     _group: anyio.abc.TaskGroup | None = field(default=None, init=False, repr=False)
     """The task group of the running trials."""
+    _store: BlobStore | None = field(default=None, init=False, repr=False)
+    """The run directory's content store, while :meth:`run` runs (final states)."""
 
     async def run(self, positions: list[int] | None = None, *, sessions: int | None = None) -> int:
         """Run the trials at ``positions`` (default: all); each result goes to ``on_trial``.
@@ -262,18 +262,36 @@ class Engine:
         for position in wanted:
             previous[position] = last
             last = turns[position]
-        async with run_limit_groups(self.options.limits), anyio.create_task_group() as group:
-            self._group = group
-            for position in wanted:
-                group.start_soon(
-                    self._trial_task,
-                    self.plan.trials[position],
-                    ledger,
-                    slots,
-                    previous[position],
-                    turns[position],
-                )
+        with self._open_store():
+            async with run_limit_groups(self.options.limits), anyio.create_task_group() as group:
+                self._group = group
+                for position in wanted:
+                    group.start_soon(
+                        self._trial_task,
+                        self.plan.trials[position],
+                        ledger,
+                        slots,
+                        previous[position],
+                        turns[position],
+                    )
         return sum(1 for position in wanted if ledger.took[position] is True)
+
+    @contextlib.contextmanager
+    def _open_store(self) -> Iterator[None]:
+        """Hold the run's content store open while trials run (when final states are on)."""
+        run_files = self.options.run_files
+        if self.options.final_state is None or run_files is None:
+            yield
+            return
+        self._store = BlobStore.open(run_files)
+        if self._store is None:
+            log.warning("run.final-state-unwritable")
+        try:
+            yield
+        finally:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
 
     async def _trial_task(
         self,
@@ -406,14 +424,18 @@ class Engine:
                     skeleton=self._skeleton,
                     confine_setup=_phase(isolation, "setup"),
                     setup_env=self._setup_env(),
+                    record_prepared=self._store is not None,
                 ) as sandbox,
             ):
                 kept = sandbox.trial_dir
+                state = await self._state(planned, sandbox)
                 if settle:
                     took_session = True
                     await ledger.settle(planned.position, took_session=True)
                 await ticket.start_session()
-                result = await self._session(planned, sandbox, ticket, isolation, redact, meter)
+                result = await self._session(
+                    planned, sandbox, ticket, isolation, redact, meter, state
+                )
         except _Refused as exc:
             result = TrialResult(
                 i=planned.index,
@@ -505,6 +527,21 @@ class Engine:
             gateway=meter.route if meter is not None else None,
         )
 
+    async def _state(self, planned: PlannedTrial, sandbox: Sandbox) -> TrialState | None:
+        """Start the trial's final state: what host preparation and setup changed."""
+        settings = self.options.final_state
+        if self._store is None or settings is None:
+            return None
+        state = TrialState(
+            self._store,
+            settings,
+            planned.scenario,
+            planned.index,
+            ignored=self._host(planned).ignored_changes,
+        )
+        await anyio.to_thread.run_sync(state.record_prepared, sandbox)
+        return state
+
     def _redactor(self) -> Redactor:
         return Redactor(secret_values(os.environ, pass_env=self.options.pass_env))
 
@@ -587,6 +624,7 @@ class Engine:
         isolation: TrialIsolation | None,
         redact: Redactor,
         meter: TrialMeter | None,
+        state: TrialState | None,
     ) -> TrialResult:
         config = self.plan.config
         transcript = self._transcript(planned, sandbox, redact, meter)
@@ -663,7 +701,7 @@ class Engine:
         if end.error is not None:
             return TrialResult(**base, verdict="infra-error", error=end.error)
         await ticket.end_session()
-        return await self._grade(planned, sandbox, base, unmonitored, isolation, redact)
+        return await self._grade(planned, sandbox, base, unmonitored, isolation, redact, state)
 
     async def _grade(
         self,
@@ -673,48 +711,53 @@ class Engine:
         unmonitored: Literal[True] | None,
         isolation: TrialIsolation | None,
         redact: Redactor,
+        state: TrialState | None,
     ) -> TrialResult:
-        changes: Changes | None = None
-        changes_error: str | None = None
-        ignored = ignore_matcher(list(self._host(planned).ignored_changes))
-        try:
-            changes = await collect_changes(
-                sandbox.root, sandbox.git_dir, sandbox.baseline, ignored=ignored
-            )
-        except GitError as exc:
-            changes_error = f"could not collect sandbox diff: {exc}"
         transcript, transcript_error = self._read_transcript(planned)
         if base["tampered"] and transcript is not None:
             transcript, transcript_error = None, untrusted_transcript(base["tampered"])
-        context = CheckContext(
-            root=sandbox.root,
-            snapshot=sandbox.snapshot,
-            changes=changes,
-            changes_error=changes_error,
-            ignored=ignored,
-            redact=redact,
-            keep_output=lambda name, text: self._keep_output(planned, name, text, redact),
-            transcript=transcript,
-            transcript_error=transcript_error,
-            wrap=isolation.wrapper("check", sandbox.root, sandbox.state_dir)
-            if isolation is not None
-            else None,
-        )
-        checks = await run_checks(planned.scenario.document.checks, context)
-        verdict, error = _verdict(checks, changes_error)
-        listed, omitted = (
-            _changed_files(changes.paths, ignored) if changes is not None else (None, None)
+
+        async def record_final(changes: Changes | None) -> None:
+            if state is not None:
+                await anyio.to_thread.run_sync(state.record_final, sandbox, changes)
+
+        graded = await grade_sandbox(
+            planned.scenario.document.checks,
+            sandbox,
+            Grading(
+                ignored=self._host(planned).ignored_changes,
+                transcript=transcript,
+                transcript_error=transcript_error,
+                redact=redact,
+                keep_output=lambda name, text: self._keep_output(planned, name, text, redact),
+                wrap=isolation.wrapper("check", sandbox.root, sandbox.state_dir)
+                if isolation is not None
+                else None,
+                before_checks=record_final,
+            ),
         )
         return TrialResult(
             **base,
-            verdict=verdict,
             budget_unmonitored=unmonitored,
-            error=error,
-            checks=checks,
-            diff=changes.diff if changes is not None else None,
-            changed_files=listed,
-            changed_files_omitted=omitted,
+            **graded.fields(),
+            final_state=self._publish_state(planned, state),
         )
+
+    def _publish_state(
+        self, planned: PlannedTrial, state: TrialState | None
+    ) -> FinalStateRef | None:
+        """Write the trial's final-state manifest; its reference for the report."""
+        if state is None:
+            return None
+        files = self._trial_files(planned)
+        if files is None:
+            return None
+        with files:
+            try:
+                return state.publish(files)
+            except OSError as exc:
+                log.warning("trial.final-state-unwritable", error=str(exc))
+                return None
 
 
 def _with_arm(result: TrialResult, variant: str, dropped_agent: str | None) -> TrialResult:
@@ -723,20 +766,6 @@ def _with_arm(result: TrialResult, variant: str, dropped_agent: str | None) -> T
     if dropped_agent is not None:
         update["host_evidence"] = {**(result.host_evidence or {}), "agentDropped": dropped_agent}
     return result.model_copy(update=update)
-
-
-def _changed_files(
-    paths: Sequence[str], ignored: Callable[[str], bool]
-) -> tuple[list[str], int | None]:
-    """Return ``changedFiles`` (graded paths first, then runtime ones) and the omitted count."""
-    if len(paths) <= CHANGED_FILES_LIMIT:
-        return [display_path(p) for p in paths], None
-    graded = [p for p in paths if not ignored(p)]
-    kept = graded[:CHANGED_FILES_LIMIT]
-    if len(kept) < CHANGED_FILES_LIMIT:
-        runtime = (p for p in paths if ignored(p))
-        kept += itertools.islice(runtime, CHANGED_FILES_LIMIT - len(kept))
-    return sorted(display_path(p) for p in kept), len(paths) - len(kept)
 
 
 def _phase(
@@ -762,19 +791,6 @@ class _SessionFields(MeteredFields):
     tampered_omitted: int | None
     transcript: NotRequired[str]
     activity: NotRequired[Activity]
-
-
-def _verdict(checks: list[CheckResult], changes_error: str | None) -> tuple[Verdict, str | None]:
-    errored = [c for c in checks if c.verdict == "error"]
-    if errored:
-        first = errored[0]
-        cause = first.evidence.get("cause", "no verdict")
-        return "infra-error", f"check {first.index} ({first.type}) could not run: {cause}"
-    if changes_error is not None:
-        return "infra-error", changes_error
-    if all(c.verdict == "pass" for c in checks):
-        return "pass", None
-    return "fail", None
 
 
 async def call_sink(sink: Callable[[ProgressEvent], object] | None, event: ProgressEvent) -> None:

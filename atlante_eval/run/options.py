@@ -41,6 +41,7 @@ from ..diagnostics import Diagnostic, DiagnosticError, error
 from ..project import parse_trials
 from ..project.config import MAX_TRIALS, LimitsConfig
 from ..project.variants import ARM_NAME_PATTERN, ArmSelection
+from ..trial.finalstate import DEFAULT_STATE_CAP_BYTES
 from .isolate import isolation_mode
 from .limit_options import parse_limits
 from .pinning import pin_option
@@ -171,6 +172,34 @@ def _number(flag: str, *, high: float | None, closed: bool = True) -> Callable[[
         bound = "" if high is None else f" and {'at most' if closed else 'below'} {high:g}"
         raise DiagnosticError(
             [error("invalid-option", f"{flag} must be a number above 0{bound}, got {value}")]
+        )
+
+    return parse
+
+
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+_SIZE = re.compile(r"^(\d+)([KMG]?)(?:I?B)?$", re.IGNORECASE)
+
+
+def _size(flag: str) -> Callable[[Any], int | None]:
+    """A parser of a size option: bytes as an int, or text with a binary unit (``64M``)."""
+
+    def parse(value: Any) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        match = _SIZE.match(value.strip()) if isinstance(value, str) else None
+        if match is not None:
+            return int(match.group(1)) * _UNITS[match.group(2).upper()]
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"{flag} must be a size in bytes, or with a unit K, M or G (64M), got {value}",
+                    expected="e.g. 256M",
+                )
+            ]
         )
 
     return parse
@@ -359,6 +388,10 @@ class RunOptions(BaseModel):
     variants: Annotated[ArmSelection, _reads(parse_variants)] = None
     """The arms of ``eval.variants`` to run: their names (``--variant``), ``"all"`` or
     ``"none"`` (``--variants``); default every configured arm (docs/variants.md)."""
+    final_state: bool = True
+    """Store each graded trial's final state for ``regrade`` (``--no-final-state``: off)."""
+    final_state_cap: Annotated[int, _reads(_size("--final-state-cap"))] = DEFAULT_STATE_CAP_BYTES
+    """The most content bytes (uncompressed) one trial's final state may refer to."""
 
     @model_validator(mode="after")
     def _combinations(self) -> Self:
@@ -529,6 +562,8 @@ OPTION_FLAGS: dict[str, str] = {
     "limits": "--limit",
     "host_version": "--host-version",
     "variants": "--variant",
+    "final_state": "--no-final-state",
+    "final_state_cap": "--final-state-cap",
 }
 
 

@@ -31,8 +31,10 @@ from ..report import (
     tampering_warning,
     utc_timestamp,
 )
+from ..report.state_files import carry_trial_states
 from ..transcript import copy_trial_files
 from .arms import arm_infos
+from ..trial.finalstate import StateSettings
 from .balance import ShardSplit
 from .engine import Engine, EngineOptions, TrialGuard, call_sink
 from .failures import cause, journal_diagnostic, journal_failure, with_journal_cause
@@ -192,6 +194,9 @@ async def _begin(run: ActiveRun, progress: RunProgress, ready: PreparedRun) -> J
             run.files,
             [(plan.trials[p].key, plan.trials[p].index) for p in sorted(reused)],
         )
+        await anyio.to_thread.run_sync(
+            carry_trial_states, Path(options.resume), run.files, list(reused.values())
+        )
     bind_context(run_id=run.run_id, host=ready.host.name)
     log.info("run.start", trials=len(progress.positions), reused=len(reused), jobs=options.jobs)
     return journal
@@ -219,6 +224,7 @@ def _engine(
             isolation=with_gateway(ready.isolation, gateway),
             limits=ready.limits,
             gateway=gateway,
+            final_state=_state_settings(ready),
         ),
         emit=progress.emit,
         on_trial=progress.trial_done,
@@ -226,6 +232,20 @@ def _engine(
         cleanup_failures=run.cleanup_failures,
         guard=_guard(ready.watch),
         arms=ready.arms,
+    )
+
+
+def _state_settings(ready: PreparedRun) -> StateSettings | None:
+    """How the run stores its trials' final states (``None``: ``--no-final-state``)."""
+    suite, options = ready.suite, ready.options
+    if not options.final_state:
+        return None
+    assert suite.native is not None
+    digests = {s.name: ready.watch.tree_digest(s.fixture_path) for s in ready.plan.scenarios}
+    return StateSettings(
+        cap_bytes=options.final_state_cap,
+        fixture_digests={name: digest for name, digest in digests.items() if digest is not None},
+        native_digest=suite.native.digest,
     )
 
 
@@ -557,6 +577,8 @@ async def run_eval(
     limits: Mapping[str, int | float | str] | Sequence[str] | None = None,
     host_version: str | None = None,
     variants: Sequence[str] | str | None = None,
+    final_state: bool = True,
+    final_state_cap: int | str | None = None,
     on_event: ProgressCallback | None = None,
 ) -> RunReport:
     """Evaluate the harness of the project at ``path`` and return the published report.
@@ -610,6 +632,11 @@ async def run_eval(
             (see docs/hosts.md, "Pinning").
         variants: the arms of ``eval.variants`` to run: a list of names, ``"all"`` or
             ``"none"`` (default: every configured arm); see docs/variants.md.
+        final_state: store each graded trial's final state, so ``regrade`` can apply
+            changed checks without running the trials again (docs/regrade.md).
+        final_state_cap: the most content one trial's final state may refer to:
+            bytes, or text such as ``"64M"`` (default 256 MiB); a trial over it
+            cannot be regraded.
         on_event: called (sync or async) with each progress event.
 
     Raises:
