@@ -117,6 +117,10 @@ CODES: dict[str, str] = {
     "compare-adaptive-differs": "compare: HEAD is an adaptive run whose own decisions differ.",
     "compare-infra-differs": "compare: the runs' infra-error rates differ beyond chance.",
     "compare-underpowered": "compare: the trial counts cannot detect a 30-point drop.",
+    "regrade-task-changed": "regrade: a scenario's fixture, native outputs, prompt, agent or "
+    "setup changed since the run (only its checks may).",
+    "regrade-no-final-state": "regrade: the run stored no final state a regrade could rebuild.",
+    "regrade-scenario-missing": "regrade: a scenario of the run is not in the project.",
     "adaptive-baseline-mismatch": "An adaptive run's baseline shares no scenario with the plan.",
     "adaptive-scenario-changed": "A scenario's definition differs from the adaptive baseline's.",
     "adaptive-cost-unknown": "--max-cost is set but the host reported no cost.",

@@ -19,6 +19,7 @@ __all__ = ["app", "main"]
 COMMAND_MODULES = (
     "project",
     "run",
+    "regrade",
     "selftest",
     "reports",
     "show",

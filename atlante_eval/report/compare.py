@@ -41,6 +41,7 @@ from .compare_notes import (
 from .consistency import check_consistent
 from .loading import load_report, report_path
 from .models import OutputModel, RunReport, ScenarioResult
+from .regrade_delta import RegradeDelta, regrade_delta
 from .results import statistics_of
 
 __all__ = [
@@ -186,10 +187,16 @@ class CompareResult(OutputModel):
     behaviour: BehaviourDeltas | None = None
     """Why scenarios changed: behaviour deltas from both runs' transcripts (the CLI adds
     them with :func:`atlante_eval.deltas.behaviour_deltas`; null when not computed)."""
+    regrade: RegradeDelta | None = None
+    """When one report regraded the other: the trials whose verdict changed, and why."""
 
     def to_json(self) -> str:
-        """Serialise as the stable ``--json`` document (2-space indent, trailing newline)."""
-        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+        """Serialise as the stable ``--json`` document (2-space indent, trailing newline).
+
+        ``regrade`` appears only when one report regraded the other.
+        """
+        unused = {"regrade"} if self.regrade is None else None
+        return self.model_dump_json(by_alias=True, indent=2, exclude=unused) + "\n"
 
     def diagnostics(self) -> list[Diagnostic]:
         """The warnings as diagnostics for the terminal."""
@@ -252,6 +259,7 @@ def compare_reports(
     added = sorted(set(head.scenarios) - set(base.scenarios))
     removed = sorted(set(base.scenarios) - set(head.scenarios))
     digests = (base.meta.manifest_digest, head.meta.manifest_digest)
+    delta = regrade_delta(base, head)
     return CompareResult(
         format_version=COMPARE_FORMAT_VERSION,
         base=_run_info(base, base_path),
@@ -271,10 +279,14 @@ def compare_reports(
         added={name: _side(head.scenarios[name], confidence) for name in added},
         removed={name: _side(base.scenarios[name], confidence) for name in removed},
         counts=_counts(scenarios, added=len(added), removed=len(removed)),
-        warnings=condition_warnings(base, head, common)
-        + adaptive_note(base, head, scenarios)
-        + power_note(scenarios, alpha=alpha, margin=margin, family=max(1, len(family))),
+        warnings=_regrade_expected(
+            condition_warnings(base, head, common)
+            + adaptive_note(base, head, scenarios)
+            + power_note(scenarios, alpha=alpha, margin=margin, family=max(1, len(family))),
+            delta,
+        ),
         decided_by=decided_by(scenarios, overall),
+        regrade=delta,
     )
 
 
@@ -539,3 +551,12 @@ def _run_info(report: RunReport, path: str) -> RunInfo:
         started_at=meta.started_at,
         trials=meta.config.trials,
     )
+
+
+def _regrade_expected(
+    found: list[CompareWarning], delta: RegradeDelta | None
+) -> list[CompareWarning]:
+    """A regrade changes its scenarios' checks on purpose: no warning says they differ."""
+    if delta is None:
+        return found
+    return [w for w in found if w.code != "compare-scenario-changed"]

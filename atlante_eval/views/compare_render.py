@@ -6,6 +6,7 @@ from ..choices import FailOn
 from ..report.compare import OVERALL, CompareResult, Comparison, RunInfo, Side, gate_rows
 from ..stats.planning import EXACT_LIMIT
 from .deltas_render import deltas_markdown, deltas_text
+from .regrade_render import delta_lines, delta_markdown
 
 __all__ = ["gate_line", "headline", "render_markdown", "render_text"]
 
@@ -69,6 +70,8 @@ def render_text(result: CompareResult, *, color: bool = False) -> str:
             lines.extend(f"  {name}  {_side_text(side)}" for name, side in group.items())
     if result.behaviour is not None:
         lines += deltas_text(result.behaviour)
+    if result.regrade is not None:
+        lines += ["", *delta_lines(result.regrade)]
     lines.append("")
     lines.append(headline(result))
     text = "\n".join(lines)
@@ -159,6 +162,8 @@ def render_markdown(result: CompareResult) -> str:
         "reports only with itself (exact stratified test, Mantel-Haenszel weighted rates), "
         "so scenarios with different trial counts in the two runs cannot mislead it.",
     ]
+    if result.regrade is not None:
+        lines += delta_markdown(result.regrade)
     for item in result.warnings:
         lines += ["", f"> **Warning** `{item.code}`: {_md_escape(item.message)}"]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,395 @@
+"""``regrade``: judge a finished run's trials again with the scenarios' current checks.
+
+No host session is started and nothing is paid for again. Each trial that
+reached grading is rebuilt from its stored final state (:mod:`atlante_eval.trial.rebuild`)
+and graded by the engine's own grading path (:mod:`.grading`): file checks,
+``diff-allowlist`` with the host's recorded runtime artefacts ignored, command
+checks with their timeouts under the run's isolation mode, and behaviour checks
+over the stored transcript. A new report is published (``meta.regradedFrom``
+names the original run); trials that never reached grading keep their verdict.
+
+Before anything is published, the scenarios are compared with the run: a
+scenario whose fixture, native outputs, prompt, agent or setup changed is
+refused (``regrade-task-changed``), because the stored work would no longer
+answer the same task. The checks are what a regrade may change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from .._version import __version__
+from ..diagnostics import Diagnostic, DiagnosticError
+from ..isolation.preflight import preflight_isolation
+from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
+from ..project import Scenario, Suite, load_suite
+from ..report import (
+    FinalStateRef,
+    Meta,
+    RunFiles,
+    RunReport,
+    ScenarioResult,
+    TrialRegrade,
+    TrialResult,
+    load_report,
+    publish_error,
+    report_path,
+    utc_timestamp,
+)
+from ..report.blobstore import BlobStore
+from ..report.final_state import FinalState
+from ..report.state_files import carry_final_states
+from ..transcript import copy_trial_files
+from ..trial import make_skeleton, trial_dirs
+from ..trial.rebuild import RebuildError, rebuilt_sandbox
+from .grading import Graded, Grading, grade_sandbox
+from .lifecycle import ActiveRun, run_lifecycle
+from .options import DEFAULT_JOBS
+from .regrade_basis import (
+    Loaded,
+    check_tasks,
+    load_states,
+    no_state_error,
+    scenario_digests,
+    select_scenarios,
+    trial_outputs,
+)
+from .summary import scenario_result
+
+__all__ = ["RegradeOutcome", "regrade_run"]
+
+
+@dataclass(frozen=True, slots=True)
+class RegradeOutcome:
+    """A published regrade: the new report, where it is, and the report it regraded."""
+
+    report: RunReport
+    path: Path
+    original: RunReport
+    original_path: Path
+    html: Path | None = None
+    """The new run's ``report.html``, when it was written."""
+    warnings: tuple[Diagnostic, ...] = field(default=())
+
+
+@dataclass
+class _Regrade:
+    """One regrade in progress: what every trial needs."""
+
+    suite: Suite
+    original: RunReport
+    states: Mapping[tuple[str, int], Loaded]
+    run_root: Path
+    files: RunFiles
+    store: BlobStore
+    isolation: IsolationSettings | None
+    skeleton: Path | None = None
+    carried: set[str] = field(default_factory=set)
+    """Manifest paths carried whole into the new run."""
+
+    @contextlib.asynccontextmanager
+    async def confinement(self) -> AsyncIterator[TrialIsolation | None]:
+        if self.isolation is None:
+            yield None
+            return
+        async with open_trial_isolation(self.isolation, self.run_root) as isolation:
+            yield isolation
+
+
+def _unavailable(trial: TrialResult, reason: str) -> TrialResult:
+    """A graded trial that cannot be regraded: an ``infra-error`` that says why."""
+    return trial.model_copy(
+        update={
+            "verdict": "infra-error",
+            "error": f"not regraded: {reason}",
+            "checks": None,
+            "regrade": TrialRegrade(
+                status="unavailable", previous_verdict=trial.verdict, reason=reason
+            ),
+        }
+    )
+
+
+async def _regrade_trial(job: _Regrade, scenario: Scenario, trial: TrialResult) -> TrialResult:
+    """The trial judged by the scenario's current checks (or kept, or unavailable)."""
+    if trial.checks is None:
+        return trial.model_copy(
+            update={"regrade": TrialRegrade(status="kept", previous_verdict=trial.verdict)}
+        )
+    loaded = job.states.get((scenario.name, trial.i))
+    if loaded is None or isinstance(loaded, str):
+        return _unavailable(trial, loaded or "no final state was stored for this trial")
+    try:
+        graded = await _grade(job, scenario, trial, loaded)
+    except RebuildError as exc:
+        return _unavailable(trial, str(exc))
+    if graded.changed_files != trial.changed_files:
+        return _unavailable(trial, "the rebuilt sandbox's changes differ from the trial's")
+    ref = trial.final_state
+    return trial.model_copy(
+        update={
+            **graded.fields(),
+            "final_state": ref if ref is not None and ref.path in job.carried else None,
+            "regrade": TrialRegrade(status="regraded", previous_verdict=trial.verdict),
+        }
+    )
+
+
+async def _grade(
+    job: _Regrade, scenario: Scenario, trial: TrialResult, state: FinalState
+) -> Graded:
+    """Rebuild the trial's sandbox and grade it with the scenario's current checks."""
+    assert job.suite.native is not None
+    transcript, transcript_error, keep_output = trial_outputs(job.files, scenario, trial.i)
+    async with (
+        trial_dirs(keep=False) as owned,
+        job.confinement() as isolation,
+        rebuilt_sandbox(
+            job.run_root,
+            scenario,
+            state,
+            native=job.suite.native,
+            store=job.store,
+            owner=owned,
+            skeleton=job.skeleton,
+        ) as sandbox,
+    ):
+        return await grade_sandbox(
+            scenario.document.checks,
+            sandbox,
+            Grading(
+                ignored=state.ignored,
+                transcript=transcript,
+                transcript_error=transcript_error,
+                redact=keep_output.redact,
+                keep_output=keep_output,
+                wrap=isolation.wrapper("check", sandbox.root, sandbox.state_dir)
+                if isolation is not None
+                else None,
+            ),
+        )
+
+
+async def _regrade_all(
+    job: _Regrade, selected: Sequence[Scenario], jobs: int
+) -> dict[str, list[TrialResult]]:
+    """Every selected scenario's trials, regraded ``jobs`` at a time, in index order."""
+    limiter = anyio.CapacityLimiter(max(1, jobs))
+    results: dict[tuple[str, int], TrialResult] = {}
+
+    async def one(scenario: Scenario, trial: TrialResult) -> None:
+        async with limiter:
+            results[(scenario.name, trial.i)] = await _regrade_trial(job, scenario, trial)
+
+    async with anyio.create_task_group() as group:
+        for scenario in selected:
+            for trial in job.original.scenarios[scenario.name].trials:
+                group.start_soon(one, scenario, trial)
+    return {
+        scenario.name: [
+            results[(scenario.name, t.i)] for t in job.original.scenarios[scenario.name].trials
+        ]
+        for scenario in selected
+    }
+
+
+def _meta(original: RunReport, jobs: int, isolation: IsolationSettings | None) -> Meta:
+    """The new report's metadata: the original run's, marked as regraded from it."""
+    return original.meta.model_copy(
+        update={
+            "atlante": __version__,
+            "started_at": utc_timestamp(),
+            "ended_at": None,
+            "wall_time_ms": None,
+            "jobs": jobs,
+            "plan_digest": None,
+            "totals": None,
+            "run_root": None,
+            "interrupted": None,
+            "cleanup_failures": None,
+            "tampered": None,
+            "project_modified": None,
+            "isolation": "os" if isolation is not None else None,
+            "regraded_from": original.run_id,
+        }
+    )
+
+
+def _carry(source: Path, target: RunFiles, original: RunReport, names: Sequence[str]) -> set[str]:
+    """Copy the selected trials' files and final states into the new run directory."""
+    trials = [(name, t) for name in names for t in original.scenarios[name].trials]
+    copy_trial_files(source, target, [(name, t.i) for name, t in trials])
+    refs: list[FinalStateRef] = [t.final_state for _, t in trials if t.final_state is not None]
+    if not refs:
+        return set()
+    with contextlib.closing(RunFiles.open_existing(source)) as origin:
+        return {ref.path for ref in carry_final_states(origin, target, refs)}
+
+
+async def regrade_run(
+    run_dir: Path | str,
+    *,
+    project: Path | str | None = None,
+    scenarios: Sequence[str] = (),
+    out: Path | str | None = None,
+    jobs: int = DEFAULT_JOBS,
+    html: bool = True,
+) -> RegradeOutcome:
+    """Regrade the run at ``run_dir`` with the current checks of the project's scenarios.
+
+    Args:
+        run_dir: the run directory (or its ``report.json``) to regrade.
+        project: the project whose scenarios hold the checks (default: cwd).
+        scenarios: regrade only these scenario names (glob patterns allowed).
+        out: report base directory instead of ``<project>/.atlante/eval``.
+        jobs: trials regraded at once.
+        html: also write ``report.html`` beside the new ``report.json``.
+
+    Returns:
+        The new report (published), where it is, and the original.
+
+    Raises:
+        DiagnosticError: the run or project cannot be read, a scenario's task
+            changed since the run, or nothing was stored to regrade (exit 2);
+            isolation is unavailable or the report cannot be written (exit 3).
+    """
+    original_path = report_path(run_dir)
+    original = load_report(original_path)
+    suite = load_suite(project, scenario_filter=list(scenarios))
+    selected = select_scenarios(original, suite, original_path, filtered=bool(scenarios))
+    source = RunFiles.open_existing(original_path.parent)
+    with contextlib.closing(source):
+        states = await anyio.to_thread.run_sync(load_states, source, original, selected)
+    if not any(isinstance(s, FinalState) for s in states.values()):
+        raise no_state_error(original, original_path, selected)
+    digests = await anyio.to_thread.run_sync(scenario_digests, selected)
+    check_tasks(original, suite, selected, states, digests, original_path)
+    bwrap = await preflight_isolation("os" if original.meta.isolation == "os" else "none")
+    settings = (
+        IsolationSettings.build(bwrap, original.meta.host, suite.project.eval.network.allow)
+        if bwrap is not None
+        else None
+    )
+    return await _publish(
+        suite,
+        original,
+        original_path,
+        selected,
+        states,
+        digests,
+        settings=settings,
+        out=Path(out) if out is not None else None,
+        jobs=jobs,
+        html=html,
+    )
+
+
+async def _publish(
+    suite: Suite,
+    original: RunReport,
+    original_path: Path,
+    selected: Sequence[Scenario],
+    states: Mapping[tuple[str, int], Loaded],
+    digests: Mapping[str, str],
+    *,
+    settings: IsolationSettings | None,
+    out: Path | None,
+    jobs: int,
+    html: bool,
+) -> RegradeOutcome:
+    """Regrade inside a run lifecycle: the new run directory, its report and HTML page."""
+    regraded: dict[str, list[TrialResult]] = {}
+
+    def results(_stopped: bool) -> dict[str, ScenarioResult]:
+        return {
+            scenario.name: scenario_result(scenario, regraded[scenario.name], **extra)
+            for scenario in selected
+            if scenario.name in regraded
+            for extra in [_identity(suite, original, scenario, digests)]
+        }
+
+    async with run_lifecycle(
+        project_root=suite.project.root,
+        out=out,
+        meta=_meta(original, jobs, settings),
+        keep=False,
+        results=results,
+        partial=False,
+    ) as run:
+        names = [s.name for s in selected]
+        carried = await anyio.to_thread.run_sync(
+            _carry, original_path.parent, run.files, original, names
+        )
+        store = BlobStore.open(run.files)
+        if store is None:
+            raise publish_error(run.run_dir, OSError("cannot create the final-state store"))
+        with store:
+            job = _Regrade(
+                suite=suite,
+                original=original,
+                states=states,
+                run_root=run.run_root,
+                files=run.files,
+                store=store,
+                isolation=settings,
+                skeleton=await make_skeleton(run.run_root),
+                carried=carried,
+            )
+            regraded.update(await _regrade_all(job, selected, jobs))
+    assert run.report is not None
+    assert run.report_path is not None
+    page = await _html(run) if html else None
+    return RegradeOutcome(
+        report=run.report,
+        path=run.report_path,
+        original=original,
+        original_path=original_path,
+        html=page,
+    )
+
+
+def _identity(
+    suite: Suite, original: RunReport, scenario: Scenario, digests: Mapping[str, str]
+) -> dict[str, str | None]:
+    """The regraded scenario's fingerprint and definition digest (its checks are current)."""
+    from ..project import definition_digest, scenario_fingerprint
+
+    assert suite.native is not None
+    definition = definition_digest(scenario, fixture=digests.get(scenario.name))
+    budget = scenario.document.budget
+    meta = original.meta
+    return {
+        "definition": definition,
+        "fingerprint": scenario_fingerprint(
+            scenario,
+            manifest_digest=suite.native.digest,
+            host=meta.host,
+            host_version=meta.host_version,
+            model=suite.project.eval.model,
+            timeout_ms=budget.timeout_ms if budget is not None else meta.config.timeout_ms,
+            max_tokens=meta.config.max_tokens,
+            definition=definition,
+        ),
+    }
+
+
+async def _html(run: ActiveRun) -> Path | None:
+    """Publish ``report.html`` beside the regraded report (a failure leaves it out)."""
+    from ..views.formats import RUN_REPORT_WRITERS, PublishedReport
+
+    report = run.report
+    assert report is not None
+
+    def publish() -> Path:
+        source = PublishedReport(report, run_dir=run.run_dir, links_from=run.run_dir)
+        return run.publish("report.html", RUN_REPORT_WRITERS["html"].render(source))
+
+    try:
+        return await anyio.to_thread.run_sync(publish)
+    except DiagnosticError:
+        return None
