@@ -13,7 +13,9 @@ from .._util.terminal import use_color
 from .app import OutOption, app, guarded
 
 if TYPE_CHECKING:
-    from ..report import OutputModel
+    from rich.console import Console
+
+    from ..report import OutputModel, RunReport
 
 __all__ = ["show"]
 
@@ -71,6 +73,13 @@ def show(
             "aligned, the first divergence marked (default: each run's typical trial).",
         ),
     ] = False,
+    files: Annotated[
+        bool,
+        typer.Option(
+            "--files",
+            help="With SCENARIO:I: show the files the trial left, from its stored final state.",
+        ),
+    ] = False,
 ) -> None:
     """Show a run: its overview, a scenario's trials, or one trial with its transcript.
 
@@ -90,6 +99,9 @@ def show(
         path, chosen = resolve(run, target, project=project, out=out)
         report = load_report(path)
         console = make_console(sys.stdout, color=use_color(sys.stdout))
+        if files:
+            name, index = select(report, chosen) if chosen is not None else ("SCENARIO", None)
+            return _files(report, path, name, index, console, as_json=as_json)
         if chosen is None:
             overview = run_view(report, path)
             _emit(overview) if as_json else render_run(overview, console)
@@ -104,6 +116,34 @@ def show(
         return 0
 
     raise typer.Exit(guarded(action))
+
+
+def _files(
+    report: RunReport,
+    path: Path,
+    name: str,
+    index: int | None,
+    console: Console,
+    *,
+    as_json: bool,
+) -> int:
+    """``--files``: the trial's stored final files (a trial must be named)."""
+    from ..diagnostics import DiagnosticError, error
+    from ..views.final_files import files_view, render_files
+
+    if index is None:
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    "--files shows one trial's files: name it as SCENARIO:I",
+                    next=f"pass {name}:I, e.g. `atlante-eval show RUN {name}:0 --files`",
+                )
+            ]
+        )
+    view = files_view(report, path, name, index)
+    _emit(view) if as_json else render_files(view, console)
+    return 0
 
 
 def _diff(
