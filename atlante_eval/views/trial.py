@@ -30,6 +30,7 @@ from ..report import (
     TrialResult,
     TrialUsage,
 )
+from ..report.final_state import FINAL_STATE_FILE
 from ..transcript import RAW_FILE, TRANSCRIPT_FILE, decode_transcript
 from ..transcript.model_calls import MODEL_CALLS_FILE, ModelCall, parse_model_call_line
 from .causes import evidence_line, trial_cause
@@ -45,6 +46,7 @@ __all__ = [
     "build_trial_view",
     "read_model_calls",
     "read_timeline",
+    "regrade_note",
 ]
 
 #: Entry kinds of the transcript contract; any other kind is shown as ``raw``.
@@ -64,7 +66,7 @@ KNOWN_KINDS = frozenset(
     }
 )
 #: The trial's files a view names (and the page links), in this order.
-TRIAL_FILES = (TRANSCRIPT_FILE, RAW_FILE, MODEL_CALLS_FILE)
+TRIAL_FILES = (TRANSCRIPT_FILE, RAW_FILE, MODEL_CALLS_FILE, FINAL_STATE_FILE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +162,8 @@ class TrialView(OutputModel):
     timeline: list[TimelineEntry]
     """The transcript's entries."""
     files: list[str]
-    """The trial's recorded files present (transcript, the host's raw stream), run-relative."""
+    """The trial's recorded files present (transcript, the host's raw stream, the final-state
+    manifest), run-relative."""
     attempts: int
     """Earlier infra-error attempts (``--retry-infra``)."""
     earlier_attempts: list[AttemptView]
@@ -177,6 +180,8 @@ class TrialView(OutputModel):
     """The model calls the gateway forwarded (``model-calls.jsonl``), within the view's caps."""
     prompt: str | None = None
     """The prompt the agent received (the scenario result's ``prompt``), when recorded."""
+    regrade: str | None = None
+    """How a regrade treated the trial, in one line (``None``: not a regraded report)."""
 
 
 def _entry(value: object) -> TimelineEntry:
@@ -223,6 +228,20 @@ def read_model_calls(data: bytes, caps: TranscriptCaps) -> list[ModelCall]:
     read = decode_transcript(data, max_bytes=caps.max_bytes, max_entries=caps.max_entries)
     found = (parse_model_call_line(line.value) for line in read.lines if line.is_json)
     return [call for call in found if isinstance(call, ModelCall)]
+
+
+def regrade_note(trial: TrialResult) -> str | None:
+    """One line on how ``regrade`` treated ``trial`` (``None`` outside a regraded report)."""
+    record = trial.regrade
+    if record is None:
+        return None
+    if record.status == "kept":
+        return f"kept: never graded, verdict {record.previous_verdict} stands"
+    if record.status == "unavailable":
+        return f"could not be rebuilt: {record.reason or 'unknown reason'}"
+    if record.previous_verdict == trial.verdict:
+        return f"regraded: still {trial.verdict}"
+    return f"regraded: was {record.previous_verdict}, now {trial.verdict}"
 
 
 def _check(check: CheckResult, run_dir: Path | None) -> CheckView:
@@ -329,4 +348,5 @@ def build_trial_view(
         model_calls=recorded.model_calls,
         calls=None if recorded.calls is None else list(recorded.calls),
         prompt=prompt,
+        regrade=regrade_note(trial),
     )

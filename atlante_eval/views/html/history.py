@@ -46,6 +46,34 @@ class LoadedReport:
 
     path: Path
     report: RunReport
+    started_at: str | None = None
+    """When its trials ran: a regraded report takes its original run's place in time."""
+
+
+def _regrades_replace(loaded: list[LoadedReport]) -> list[LoadedReport]:
+    """A regraded report stands for the run it regraded (the same trials, judged again).
+
+    Of a run and its regrades, only the newest regrade stays, at the original run's
+    start time; otherwise one night's trials would count twice.
+    """
+    by_id = {item.report.run_id: item for item in loaded}
+
+    def root(item: LoadedReport) -> str:
+        current, seen = item.report, set()
+        while current.meta.regraded_from in by_id and current.run_id not in seen:
+            seen.add(current.run_id)
+            current = by_id[current.meta.regraded_from].report
+        return current.run_id
+
+    groups: dict[str, list[LoadedReport]] = {}
+    for item in loaded:
+        groups.setdefault(root(item), []).append(item)
+    kept = []
+    for origin, items in groups.items():
+        newest = max(items, key=lambda i: (i.report.meta.started_at or "", i.report.run_id))
+        start = by_id[origin].report.meta.started_at if origin in by_id else None
+        kept.append(LoadedReport(newest.path, newest.report, start))
+    return kept
 
 
 def _is_selftest(file: Path, report: RunReport) -> bool:
@@ -85,7 +113,8 @@ def collect_reports(directory: Path) -> tuple[list[LoadedReport], list[Diagnosti
             continue
         if not _is_selftest(file, report):
             loaded.append(LoadedReport(file, report))
-    loaded.sort(key=lambda r: (r.report.meta.started_at or "", r.report.run_id, str(r.path)))
+    loaded = _regrades_replace(loaded)
+    loaded.sort(key=lambda r: (r.started_at or "", r.report.run_id, str(r.path)))
     if len(loaded) > MAX_HISTORY_REPORTS:
         notes.append(
             warning(
@@ -115,6 +144,7 @@ class HistoryRun:
     regressions: list[str]
     partial: bool = False
     """The run was interrupted or is one shard: a partial report."""
+    regraded_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +207,7 @@ def history_page(directory: Path, reports: list[LoadedReport]) -> HistoryPage:
                 trials=len(trials),
                 regressions=sorted(n for n, v in judged.items() if v == "regressed"),
                 partial=_partial(report),
+                regraded_from=report.meta.regraded_from,
             )
         )
     names = sorted({name for loaded in reports for name in loaded.report.scenarios})

@@ -192,6 +192,8 @@ def _facts(report: RunReport) -> list[tuple[str, str]]:
         facts.append(("shard", meta.shard))
     if meta.resumed_from:
         facts.append(("resumed from", meta.resumed_from))
+    if meta.regraded_from:
+        facts.append(("regraded from", f"run {meta.regraded_from} (same trials, current checks)"))
     if meta.interrupted:
         facts.append(("interrupted", "yes: this is a partial report"))
     return facts
