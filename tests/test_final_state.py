@@ -270,10 +270,14 @@ def test_a_changed_manifest_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_changed_fixture_does_not_rebuild_the_trials_baseline(tmp_path: Path) -> None:
-    """The rebuilt baseline must hash to the trial's: a fixture edited since is refused."""
+    """The rebuilt baseline must hash to the trial's: a file added to the fixture is refused.
+
+    (``regrade`` refuses any fixture change before rebuilding, by the fixture's digest;
+    this is the second guard, on the rebuilt tree itself.)
+    """
     project = _project(tmp_path)
     _report, trial, run_dir = _run(project)
-    (project / "eval/fixtures/app/keep.txt").write_text("edited after the run\n")
+    (project / "eval/fixtures/app/added.txt").write_text("added after the run\n")
     with pytest.raises(RebuildError, match="rebuilt baseline differs"):
         _rebuilt(project, run_dir, _state(run_dir, trial), tmp_path / "rebuild")
 

@@ -9,9 +9,9 @@ zlib, ``r``: raw, for contents that do not compress) followed by the content.
 The run directory is within the agent's reach, so nothing read back is trusted:
 an object is opened without following links, never read beyond the size its
 manifest gives, and refused unless its content hashes to its name. Objects are
-written to a temporary name and linked into place, never overwritten; they are
-not flushed one by one (a crash loses at most objects whose trial then cannot be
-regraded, and says so).
+created exclusively under their name, never overwritten, and not flushed one
+by one (a crash loses at most objects whose trial then cannot be regraded, and
+says so).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import hashlib
 import os
 import secrets
 import stat
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 
@@ -68,12 +69,17 @@ class BlobStore:
     """The content store of one run directory, held open by descriptor.
 
     Use as a context manager (or call :meth:`close`). Thread-safe: objects are
-    created under temporary names and linked into place, so trials store at once.
+    created exclusively, so trials store at once.
     """
 
     def __init__(self, fd: int) -> None:
         """Wrap an open descriptor of ``final-state/objects`` (owned)."""
         self._fd = fd
+        self._shards: dict[str, int] = {}
+        """Descriptors of the ``<2 hex>`` directories opened so far."""
+        self._known: set[str] = set()
+        """Digests this store has seen stored (no need to look again)."""
+        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, run: RunFiles, *, create: bool = True) -> BlobStore | None:
@@ -82,10 +88,14 @@ class BlobStore:
         return None if fd is None else cls(fd)
 
     def close(self) -> None:
-        """Close the store's descriptor."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Close the store's descriptors."""
+        with self._lock:
+            for shard in self._shards.values():
+                os.close(shard)
+            self._shards.clear()
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
     def __enter__(self) -> BlobStore:
         return self
@@ -94,25 +104,36 @@ class BlobStore:
         self.close()
 
     def _shard(self, digest: str, *, create: bool) -> int:
+        """The (cached, store-owned) descriptor of the object's ``<2 hex>`` directory.
+
+        Raises:
+            OSError: it is missing (and not ``create``), a symlink or not a directory.
+        """
         name = digest[:2]
-        if create:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(name, 0o755, dir_fd=self._fd)
-        return os.open(name, _DIR_FLAGS, dir_fd=self._fd)
+        with self._lock:
+            cached = self._shards.get(name)
+            if cached is not None:
+                return cached
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o755, dir_fd=self._fd)
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self._fd)
+            self._shards[name] = fd
+            return fd
 
     def has(self, digest: str) -> bool:
         """Whether an object named ``digest`` is stored (as a regular file)."""
+        if digest in self._known:
+            return True
         try:
             shard = self._shard(digest, create=False)
-        except OSError:
-            return False
-        try:
             info = os.stat(digest[2:], dir_fd=shard, follow_symlinks=False)
         except OSError:
             return False
-        finally:
-            os.close(shard)
-        return stat.S_ISREG(info.st_mode)
+        if stat.S_ISREG(info.st_mode):
+            self._known.add(digest)
+            return True
+        return False
 
     def put_bytes(self, data: bytes) -> tuple[str, int]:
         """Store ``data``; return its digest and the bytes this added (0: already stored)."""
@@ -150,26 +171,31 @@ class BlobStore:
     def _write(
         self, digest: str, chunks: Iterator[bytes], verify: Callable[[], bool] | None = None
     ) -> int:
-        """Write an object from ``chunks``; link it as ``digest``; return its size on disk."""
+        """Create the object ``digest`` from ``chunks``; return its size on disk.
+
+        It is created exclusively under its final name (a crash can leave it short:
+        reading it back then fails its hash, and its trial says it cannot be rebuilt).
+        """
         shard = self._shard(digest, create=True)
-        temporary = f".tmp-{secrets.token_hex(8)}"
+        name = digest[2:]
         try:
-            out = os.open(temporary, _NEW_FLAGS, 0o644, dir_fd=shard)
+            out = os.open(name, _NEW_FLAGS, 0o644, dir_fd=shard)
+        except FileExistsError:
+            self._known.add(digest)
+            return 0  # stored meanwhile by another trial
+        try:
             try:
                 written = _encode(out, chunks)
             finally:
                 os.close(out)
             if verify is not None and not verify():
                 raise OSError("the file changed while it was stored")
-            try:
-                os.link(temporary, digest[2:], src_dir_fd=shard, dst_dir_fd=shard)
-            except FileExistsError:
-                written = 0  # stored meanwhile by another trial
-            return written
-        finally:
+        except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=shard)
-            os.close(shard)
+                os.unlink(name, dir_fd=shard)
+            raise
+        self._known.add(digest)
+        return written
 
     def read(self, digest: str, *, size: int) -> bytes:
         """Return the content named ``digest``, which must be ``size`` bytes long.
@@ -182,10 +208,7 @@ class BlobStore:
             raise BlobError(f"not a content digest: {digest[:80]!r}")
         try:
             shard = self._shard(digest, create=False)
-            try:
-                fd = os.open(digest[2:], _READ_FLAGS, dir_fd=shard)
-            finally:
-                os.close(shard)
+            fd = os.open(digest[2:], _READ_FLAGS, dir_fd=shard)
         except OSError as exc:
             raise BlobError(f"content {digest[:12]} is missing from the store") from exc
         try:
@@ -211,35 +234,34 @@ class BlobStore:
         source = self._shard(digest, create=False)
         target = other._shard(digest, create=True)
         try:
+            os.link(digest[2:], digest[2:], src_dir_fd=source, dst_dir_fd=target)
+        except FileExistsError:
+            pass
+        except OSError:
+            self._copy(digest, source, target)  # another file system
+        other._known.add(digest)
+
+    @staticmethod
+    def _copy(digest: str, source: int, target: int) -> None:
+        fd = os.open(digest[2:], _READ_FLAGS, dir_fd=source)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"content {digest[:12]} is not a regular file")
+            temporary = f".tmp-{secrets.token_hex(8)}"
+            out = os.open(temporary, _NEW_FLAGS, 0o644, dir_fd=target)
             try:
-                os.link(digest[2:], digest[2:], src_dir_fd=source, dst_dir_fd=target)
-                return
-            except FileExistsError:
-                return
-            except OSError:
-                pass  # another file system: copy
-            fd = os.open(digest[2:], _READ_FLAGS, dir_fd=source)
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise OSError(f"content {digest[:12]} is not a regular file")
-                temporary = f".tmp-{secrets.token_hex(8)}"
-                out = os.open(temporary, _NEW_FLAGS, 0o644, dir_fd=target)
-                try:
-                    for chunk in _chunks(fd):
-                        os.write(out, chunk)
-                finally:
-                    os.close(out)
-                try:
-                    os.link(temporary, digest[2:], src_dir_fd=target, dst_dir_fd=target)
-                except FileExistsError:
-                    pass
-                finally:
-                    os.unlink(temporary, dir_fd=target)
+                for chunk in _chunks(fd):
+                    _write_all(out, chunk)
             finally:
-                os.close(fd)
+                os.close(out)
+            try:
+                os.link(temporary, digest[2:], src_dir_fd=target, dst_dir_fd=target)
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(temporary, dir_fd=target)
         finally:
-            os.close(source)
-            os.close(target)
+            os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> int:

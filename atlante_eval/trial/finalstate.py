@@ -92,6 +92,30 @@ def _open_parent(root_fd: int, path: str) -> tuple[int, str]:
     return fd, parts[-1]
 
 
+class _Parents:
+    """Opens the directory of each path in turn, keeping the last one open."""
+
+    def __init__(self, root_fd: int) -> None:
+        self.root_fd = root_fd
+        self.directory: str | None = None
+        self.fd = -1
+
+    def of(self, path: str) -> tuple[int, str]:
+        """The descriptor of ``path``'s directory (owned here) and its last name."""
+        directory, _, name = path.rpartition("/")
+        if directory != self.directory:
+            self.close()
+            self.fd, _ = _open_parent(self.root_fd, path)
+            self.directory = directory
+        return self.fd, name
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.fd = -1
+        self.directory = None
+
+
 @dataclass
 class StateCapture:
     """Stores file contents for one trial's state within its cap, noting what it leaves out."""
@@ -114,29 +138,31 @@ class StateCapture:
             self.omitted.append(Omission(path=display_path(path), reason=reason))
 
     def layer(self, root: Path, paths: Iterable[str]) -> list[StateEntry]:
-        """What stands at each of ``paths`` below ``root`` now (``deleted`` when nothing)."""
+        """What stands at each of ``paths`` below ``root`` now (``deleted`` when nothing).
+
+        Paths are visited sorted, so the directory of consecutive paths is opened once.
+        """
         root_fd = os.open(root, _NOFOLLOW_DIR)
+        parents = _Parents(root_fd)
         try:
-            entries = (self._entry(root_fd, path) for path in paths)
+            entries = (self._entry(parents, path) for path in sorted(paths))
             return [entry for entry in entries if entry is not None]
         finally:
+            parents.close()
             os.close(root_fd)
 
-    def _entry(self, root_fd: int, path: str) -> StateEntry | None:
+    def _entry(self, parents: _Parents, path: str) -> StateEntry | None:
         if not _utf8(path):
             self.omit(path, "its name is not UTF-8")
             return None
         try:
-            parent, name = _open_parent(root_fd, path)
+            parent, name = parents.of(path)
         except OSError as exc:
             if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
                 return StateEntry(path=path, kind="deleted")  # no such path in the tree
             self.omit(path, f"its directory cannot be opened: {exc.strerror}")
             return None
-        try:
-            return self._at(parent, name, path)
-        finally:
-            os.close(parent)
+        return self._at(parent, name, path)
 
     def _at(self, parent: int, name: str, path: str) -> StateEntry | None:
         try:
