@@ -121,6 +121,7 @@ CODES: dict[str, str] = {
     "setup changed since the run (only its checks may).",
     "regrade-no-final-state": "regrade: the run stored no final state a regrade could rebuild.",
     "regrade-scenario-missing": "regrade: a scenario of the run is not in the project.",
+    "regrade-selftest-run": "regrade: the run is a selftest run (run selftest again instead).",
     "adaptive-baseline-mismatch": "An adaptive run's baseline shares no scenario with the plan.",
     "adaptive-scenario-changed": "A scenario's definition differs from the adaptive baseline's.",
     "adaptive-cost-unknown": "--max-cost is set but the host reported no cost.",
@@ -149,6 +150,10 @@ CODES: dict[str, str] = {
     "selftest-no-counter": "A no-change scenario has no counter-solution to prove its checks.",
     "selftest-counter-not-caught": "A counter-solution (a known cheat) passes every check.",
     "selftest-mutant-not-caught": "A generic mutant a check claims to catch passes every check.",
+    "selftest-regrade-differs": "Graded again on its stored files, a selftest trial got other "
+    "verdicts: a check depends on more than the sandbox, so regrade cannot be trusted.",
+    "selftest-not-regradable": "A scenario's proving selftest trial cannot be rebuilt from its "
+    "stored final state (over the cap, a FIFO).",
 }
 
 #: Codes that describe a run-level infrastructure failure (exit status 3).

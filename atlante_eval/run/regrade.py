@@ -17,16 +17,17 @@ answer the same task. The checks are what a regrade may change.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
 from .._version import __version__
+from ..choices import SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..isolation.preflight import preflight_isolation
-from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
+from ..isolation.trial import IsolationSettings
 from ..project import Scenario, Suite, load_suite
 from ..report import (
     FinalStateRef,
@@ -45,9 +46,8 @@ from ..report.blobstore import BlobStore
 from ..report.final_state import FinalState
 from ..report.state_files import carry_final_states
 from ..transcript import copy_trial_files
-from ..trial import make_skeleton, trial_dirs
-from ..trial.rebuild import RebuildError, rebuilt_sandbox
-from .grading import Graded, Grading, grade_sandbox
+from ..trial import make_skeleton
+from ..trial.rebuild import RebuildError
 from .lifecycle import ActiveRun, run_lifecycle
 from .options import DEFAULT_JOBS
 from .regrade_basis import (
@@ -57,8 +57,9 @@ from .regrade_basis import (
     no_state_error,
     scenario_digests,
     select_scenarios,
-    trial_outputs,
+    selftest_refusal,
 )
+from .regrader import TrialRegrader
 from .summary import scenario_result
 
 __all__ = ["RegradeOutcome", "regrade_run"]
@@ -81,24 +82,11 @@ class RegradeOutcome:
 class _Regrade:
     """One regrade in progress: what every trial needs."""
 
-    suite: Suite
     original: RunReport
     states: Mapping[tuple[str, int], Loaded]
-    run_root: Path
-    files: RunFiles
-    store: BlobStore
-    isolation: IsolationSettings | None
-    skeleton: Path | None = None
+    regrader: TrialRegrader
     carried: set[str] = field(default_factory=set)
     """Manifest paths carried whole into the new run."""
-
-    @contextlib.asynccontextmanager
-    async def confinement(self) -> AsyncIterator[TrialIsolation | None]:
-        if self.isolation is None:
-            yield None
-            return
-        async with open_trial_isolation(self.isolation, self.run_root) as isolation:
-            yield isolation
 
 
 def _unavailable(trial: TrialResult, reason: str) -> TrialResult:
@@ -125,7 +113,7 @@ async def _regrade_trial(job: _Regrade, scenario: Scenario, trial: TrialResult) 
     if loaded is None or isinstance(loaded, str):
         return _unavailable(trial, loaded or "no final state was stored for this trial")
     try:
-        graded = await _grade(job, scenario, trial, loaded)
+        graded = await job.regrader.grade(scenario, trial.i, loaded)
     except RebuildError as exc:
         return _unavailable(trial, str(exc))
     if graded.changed_files != trial.changed_files:
@@ -138,41 +126,6 @@ async def _regrade_trial(job: _Regrade, scenario: Scenario, trial: TrialResult) 
             "regrade": TrialRegrade(status="regraded", previous_verdict=trial.verdict),
         }
     )
-
-
-async def _grade(
-    job: _Regrade, scenario: Scenario, trial: TrialResult, state: FinalState
-) -> Graded:
-    """Rebuild the trial's sandbox and grade it with the scenario's current checks."""
-    assert job.suite.native is not None
-    transcript, transcript_error, keep_output = trial_outputs(job.files, scenario, trial.i)
-    async with (
-        trial_dirs(keep=False) as owned,
-        job.confinement() as isolation,
-        rebuilt_sandbox(
-            job.run_root,
-            scenario,
-            state,
-            native=job.suite.native,
-            store=job.store,
-            owner=owned,
-            skeleton=job.skeleton,
-        ) as sandbox,
-    ):
-        return await grade_sandbox(
-            scenario.document.checks,
-            sandbox,
-            Grading(
-                ignored=state.ignored,
-                transcript=transcript,
-                transcript_error=transcript_error,
-                redact=keep_output.redact,
-                keep_output=keep_output,
-                wrap=isolation.wrapper("check", sandbox.root, sandbox.state_dir)
-                if isolation is not None
-                else None,
-            ),
-        )
 
 
 async def _regrade_all(
@@ -260,6 +213,8 @@ async def regrade_run(
     """
     original_path = report_path(run_dir)
     original = load_report(original_path)
+    if original.meta.host == SELFTEST_HOST:
+        raise selftest_refusal(original, original_path)
     suite = load_suite(project, scenario_filter=list(scenarios))
     selected = select_scenarios(original, suite, original_path, filtered=bool(scenarios))
     source = RunFiles.open_existing(original_path.parent)
@@ -329,15 +284,18 @@ async def _publish(
         if store is None:
             raise publish_error(run.run_dir, OSError("cannot create the final-state store"))
         with store:
+            assert suite.native is not None
             job = _Regrade(
-                suite=suite,
                 original=original,
                 states=states,
-                run_root=run.run_root,
-                files=run.files,
-                store=store,
-                isolation=settings,
-                skeleton=await make_skeleton(run.run_root),
+                regrader=TrialRegrader(
+                    run_root=run.run_root,
+                    native=suite.native,
+                    store=store,
+                    files=run.files,
+                    isolation=settings,
+                    skeleton=await make_skeleton(run.run_root),
+                ),
                 carried=carried,
             )
             regraded.update(await _regrade_all(job, selected, jobs))

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from .._util.paths import display_path
 from ..checks import NO_TRANSCRIPT, read_transcript
-from ..choices import SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error
 from ..hosts.base import secret_values
 from ..project import BEHAVIOUR_CHECK_TAGS, Scenario, Suite
@@ -34,6 +33,7 @@ __all__ = [
     "no_state_error",
     "scenario_digests",
     "select_scenarios",
+    "selftest_refusal",
     "trial_outputs",
 ]
 
@@ -108,24 +108,35 @@ def load_states(
     return states
 
 
+def selftest_refusal(original: RunReport, where: Path) -> DiagnosticError:
+    """``regrade-selftest-run``: a selftest run is judged again by running selftest again."""
+    return DiagnosticError(
+        [
+            error(
+                "regrade-selftest-run",
+                f"run {original.run_id} is a selftest run: its mutants and counter-solutions "
+                "follow the checks, so it is not regraded",
+                source=display_path(where),
+                next="run `atlante-eval selftest` again: it needs no model",
+            )
+        ]
+    )
+
+
 def no_state_error(
     original: RunReport, where: Path, selected: Sequence[Scenario]
 ) -> DiagnosticError:
     """``regrade-no-final-state``: the run stored nothing a regrade could rebuild."""
-    if original.meta.host == SELFTEST_HOST:
-        reason = "it is a selftest run, which stores no final state"
-        step = "run `atlante-eval selftest` again: it needs no model and follows the checks"
-    else:
-        graded = sum(
-            1 for s in selected for t in original.scenarios[s.name].trials if t.checks is not None
-        )
-        reason = (
-            "none of its trials reached grading"
-            if not graded
-            else "no graded trial has a usable final state (the run used --no-final-state, "
-            "an earlier atlante-eval, or its states were incomplete or damaged)"
-        )
-        step = "run the scenarios again (`atlante-eval run`); final states are stored by default"
+    graded = sum(
+        1 for s in selected for t in original.scenarios[s.name].trials if t.checks is not None
+    )
+    reason = (
+        "none of its trials reached grading"
+        if not graded
+        else "no graded trial has a usable final state (the run used --no-final-state, "
+        "an earlier atlante-eval, or its states were incomplete or damaged)"
+    )
+    step = "run the scenarios again (`atlante-eval run`); final states are stored by default"
     return DiagnosticError(
         [
             error(

@@ -41,7 +41,17 @@ from ..checks import CheckContext, run_checks
 from ..choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts.base import SessionEnd, SessionUsage, TrialContext
-from ..project import CommandCheck, Plan, PlannedTrial, Scenario, Suite, load_suite, resolve_budget
+from ..isolation.trial import IsolationSettings
+from ..project import (
+    CommandCheck,
+    NativeOutputs,
+    Plan,
+    PlannedTrial,
+    Scenario,
+    Suite,
+    load_suite,
+    resolve_budget,
+)
 from ..report import (
     CheckResult,
     Meta,
@@ -51,14 +61,17 @@ from ..report import (
     TrialResult,
     utc_timestamp,
 )
+from ..report.blobstore import BlobStore
 from ..run.engine import Engine, EngineOptions
 from ..run.isolate import isolation_mode, resolve_isolation, resolve_limits_settings
 from ..run.lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from ..run.metering import GatewayRun, run_gateway, with_gateway
 from ..run.options import gateway_mode
 from ..run.pinning import host_pin, pin_option
+from ..run.regrader import TrialRegrader
 from ..run.summary import scenario_result
 from ..transcript import ErrorEntry, ResultEntry, SessionStartEntry, ToolCallEntry, TranscriptEntry
+from ..trial.finalstate import StateSettings
 from .findings import (
     NULL_TRIAL,
     REFERENCE_TRIAL,
@@ -71,6 +84,7 @@ from .findings import (
     describe_check,
 )
 from .mutants import apply_mutant, generic_mutants
+from .regradable import merge_findings, regrade_proving_trials
 from .solutions import Solution, SolutionError, SolutionSearch, apply_solution, find_solutions
 
 __all__ = [
@@ -478,6 +492,7 @@ async def run_selftest(
         run_gateway(requested_gateway or suite.project.eval.gateway) as gateway_run,
     ):
         started.extend([gateway_run] if gateway_run is not None else [])
+        assert suite.native is not None
         options = EngineOptions(
             jobs=job_count,
             keep=keep,
@@ -485,10 +500,12 @@ async def run_selftest(
             isolation=with_gateway(settings, gateway_run),
             limits=limits,
             gateway=gateway_run,
+            final_state=StateSettings(native_digest=suite.native.digest),
         )
         engine = _engine(suite, host, trials, run, options)
         await engine.run()
-    return _judged(run, suite, trials, found)
+        regrades = await _regrades(trials, run, suite.native, settings)
+    return _judged(run, suite, trials, found, regrades)
 
 
 @dataclass
@@ -553,14 +570,37 @@ def _engine(
     )
 
 
+async def _regrades(
+    trials: _Trials,
+    run: ActiveRun,
+    native: NativeOutputs,
+    isolation: IsolationSettings | None,
+) -> dict[str, Diagnostic]:
+    """Each scenario's proving trial graded again from its stored final state."""
+    store = BlobStore.open(run.files, create=False)
+    if store is None:
+        return {}
+    with store:
+        regrader = TrialRegrader(
+            run_root=run.run_root, native=native, store=store, files=run.files, isolation=isolation
+        )
+        return await regrade_proving_trials(trials.plan, trials.results, trials.roles, regrader)
+
+
 def _judged(
-    run: ActiveRun, suite: Suite, trials: _Trials, found: SolutionSearch
+    run: ActiveRun,
+    suite: Suite,
+    trials: _Trials,
+    found: SolutionSearch,
+    regrades: Mapping[str, Diagnostic],
 ) -> SelftestOutcome:
     """Analyse the published report's trials; publish the analysis as ``selftest.json``."""
     report, report_path = run.report, run.report_path
     assert report is not None
     assert report_path is not None
-    judged, diagnostics = analyse(trials.plan, trials.results, found, trials.roles)
+    judged, diagnostics = merge_findings(
+        *analyse(trials.plan, trials.results, found, trials.roles), regrades
+    )
     failed = any(d.severity == "error" for d in diagnostics)
     result = SelftestResult(
         ok=not failed,

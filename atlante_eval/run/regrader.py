@@ -1,0 +1,89 @@
+"""Rebuild one trial from its final state and grade it: the work ``regrade`` does per trial.
+
+:class:`TrialRegrader` holds what every trial of a run needs (the run root for the
+sandboxes, the native outputs, the content store, the run directory for
+transcripts and long outputs, the isolation settings) and grades one trial at a
+time through the engine's grading path (:func:`~.grading.grade_sandbox`), with
+the host's runtime artefacts the trial recorded. ``regrade`` and ``selftest``
+(which proves its reference trial regrades to the same verdict) share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
+from ..project import NativeOutputs, Scenario
+from ..report import RunFiles
+from ..report.blobstore import BlobStore
+from ..report.final_state import FinalState
+from ..trial import trial_dirs
+from ..trial.rebuild import rebuilt_sandbox
+from .grading import Graded, Grading, grade_sandbox
+from .regrade_basis import trial_outputs
+
+__all__ = ["TrialRegrader"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRegrader:
+    """Grades trials of one run again from their final states, with current checks."""
+
+    run_root: Path
+    """Where the rebuilt sandboxes go (removed after each trial)."""
+    native: NativeOutputs
+    """The verified native outputs (they must be the trial's: the baseline is checked)."""
+    store: BlobStore
+    """The content store the final states refer to."""
+    files: RunFiles
+    """The run directory: transcripts are read and long outputs written there."""
+    isolation: IsolationSettings | None = None
+    """Confine command checks (``--isolation os``), as the trial's run did."""
+    skeleton: Path | None = None
+    """An empty repository copied for each baseline instead of ``git init``."""
+
+    @contextlib.asynccontextmanager
+    async def _confinement(self) -> AsyncIterator[TrialIsolation | None]:
+        if self.isolation is None:
+            yield None
+            return
+        async with open_trial_isolation(self.isolation, self.run_root) as isolation:
+            yield isolation
+
+    async def grade(self, scenario: Scenario, index: int, state: FinalState) -> Graded:
+        """Rebuild trial ``index`` of ``scenario`` from ``state``; run its current checks.
+
+        Raises:
+            RebuildError: the sandbox cannot be rebuilt as the trial left it.
+        """
+        transcript, transcript_error, keeper = trial_outputs(self.files, scenario, index)
+        async with (
+            trial_dirs(keep=False) as owned,
+            self._confinement() as isolation,
+            rebuilt_sandbox(
+                self.run_root,
+                scenario,
+                state,
+                native=self.native,
+                store=self.store,
+                owner=owned,
+                skeleton=self.skeleton,
+            ) as sandbox,
+        ):
+            return await grade_sandbox(
+                scenario.document.checks,
+                sandbox,
+                Grading(
+                    ignored=state.ignored,
+                    transcript=transcript,
+                    transcript_error=transcript_error,
+                    redact=keeper.redact,
+                    keep_output=keeper,
+                    wrap=isolation.wrapper("check", sandbox.root, sandbox.state_dir)
+                    if isolation is not None
+                    else None,
+                ),
+            )
