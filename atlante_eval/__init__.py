@@ -46,6 +46,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "report.models": ("CheckResult", "Meta", "RunReport", "ScenarioResult", "TrialResult"),
     "run.options": ("RunOptions",),
     "run.prepare": ("NothingToRerun",),
+    "run.regrade": ("RegradeOutcome", "regrade_run"),
     "run.runner": ("EvalRunError", "run_eval"),
     "selftest.core": ("run_selftest",),
     "transcript.model_calls": ("ModelCall", "load_model_calls"),
@@ -97,6 +98,8 @@ if TYPE_CHECKING:
     from .report.models import TrialResult as TrialResult
     from .run.options import RunOptions as RunOptions
     from .run.prepare import NothingToRerun as NothingToRerun
+    from .run.regrade import RegradeOutcome as RegradeOutcome
+    from .run.regrade import regrade_run as regrade_run
     from .run.runner import EvalRunError as EvalRunError
     from .run.runner import run_eval as run_eval
     from .selftest.core import run_selftest as run_selftest

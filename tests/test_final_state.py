@@ -71,17 +71,25 @@ FIXTURE = {
 
 
 def tree(root: Path) -> dict[str, tuple[Any, ...]]:
-    """Every entry below ``root`` (``.git`` included): type, permission bits, content or target."""
+    """Every entry below ``root`` (``.git`` included): type, permission bits, content or target.
+
+    Walked with an explicit stack (``os.walk`` recurses on Python 3.11).
+    """
     found: dict[str, tuple[Any, ...]] = {}
-    for current, dirs, files in os.walk(root, followlinks=False):
-        for name in [*dirs, *files]:
-            path = Path(current) / name
-            relative = path.relative_to(root).as_posix()
+    pending = [""]
+    while pending:
+        relative_dir = pending.pop()
+        with os.scandir(root / relative_dir if relative_dir else root) as entries:
+            names = [entry.name for entry in entries]
+        for name in names:
+            relative = f"{relative_dir}/{name}" if relative_dir else name
+            path = root / relative
             info = os.lstat(path)
             if stat.S_ISLNK(info.st_mode):
                 found[relative] = ("link", str(path.readlink()))
             elif stat.S_ISDIR(info.st_mode):
                 found[relative] = ("dir", stat.S_IMODE(info.st_mode))
+                pending.append(relative)
             else:
                 found[relative] = ("file", stat.S_IMODE(info.st_mode), path.read_bytes())
     return found
@@ -317,3 +325,23 @@ def test_a_planted_link_is_never_written_through(
     monkeypatch.setattr(rebuild, "_DIR_FLAGS", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     build(tmp_path / "weakened")
     assert (outside / "x").is_dir()
+
+
+def test_a_tree_deeper_than_the_recursion_limit_round_trips(tmp_path: Path) -> None:
+    """1,500 nested directories (beyond Python's recursion limit and the descriptor limit)."""
+    nest = (
+        "import os\n"
+        "for _ in range(1500):\n"
+        "    os.mkdir('d')\n"
+        "    os.chdir('d')\n"
+        "open('deep.txt', 'w').write('deep')\n"
+    )
+    project = _project(tmp_path, prompt=actions({"run": [sys.executable, "-c", nest]}))
+    _report, trial, run_dir = _run(project, keep=True)
+    assert trial.final_state is not None
+    assert trial.final_state.complete, trial.final_state.reason
+    assert trial.sandbox is not None
+    state = _state(run_dir, trial)
+    assert [e.path for e in state.changes] == ["d/" * 1500 + "deep.txt"]
+    kept = tree(Path(trial.sandbox) / "project")
+    assert _rebuilt(project, run_dir, state, tmp_path / "rebuild")["tree"] == kept

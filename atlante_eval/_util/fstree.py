@@ -258,13 +258,13 @@ def open_file_at(dir_fd: int, name: str) -> int:
 
 
 def walk_tree(
-    root: Path, *, skip_top: frozenset[str] = frozenset()
+    root: Path, *, skip_top: frozenset[str] = frozenset(), dirs: bool = False
 ) -> Iterator[WalkEntry | Unreadable]:
     """Yield every non-directory entry below ``root`` and every directory it cannot list.
 
-    Directories are entered, never yielded; names in ``skip_top`` are skipped at
-    the top level only. Order: depth first, each directory's entries in the order
-    the file system lists them.
+    Directories are entered, and yielded too (before their entries) when ``dirs``;
+    names in ``skip_top`` are skipped at the top level only. Order: depth first,
+    each directory's entries in the order the file system lists them.
 
     Raises:
         OSError: ``root`` itself cannot be opened, or the tree changed under the walk.
@@ -286,6 +286,8 @@ def walk_tree(
             if not stat.S_ISDIR(info.st_mode):
                 yield WalkEntry(rel, entry.name, fd, info)
                 continue
+            if dirs:
+                yield WalkEntry(rel, entry.name, fd, info)
             try:
                 child = _open_dir(fd, entry.name, _READ)
             except FileNotFoundError:

@@ -27,6 +27,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._util.fstree import Unreadable, walk_tree
 from .._util.paths import display_path
 from ..project import Scenario
 from ..report import FinalStateRef, TrialFiles
@@ -215,35 +216,24 @@ class StateCapture:
     def _tree(self, root: Path, below: str) -> tuple[list[StateEntry], list[str]]:
         """The directories (with modes) and other entries below ``root/below``.
 
-        At the top level (``below`` empty) the ``.git`` directory is left out.
+        At the top level (``below`` empty) the ``.git`` directory is left out. The
+        walk holds a bounded number of descriptors and no recursion, whatever the depth.
         """
         dirs_found: list[StateEntry] = []
         others: list[str] = []
-
-        def unreadable(exc: OSError) -> None:
-            where = os.path.relpath(exc.filename, root) if exc.filename else below or "."
-            self.omit(where, f"directory cannot be listed: {exc.strerror}")
-
-        for top, dirs, files, top_fd in os.fwalk(
-            root / below if below else root, onerror=unreadable
-        ):
-            relative = os.path.relpath(top, root)
-            prefix = "" if relative == "." else relative + "/"
-            real = []
-            for name in dirs:
-                info = os.stat(name, dir_fd=top_fd, follow_symlinks=False)
-                if not stat.S_ISDIR(info.st_mode):
-                    others.append(prefix + name)  # a link to a directory: not entered
-                elif not prefix and name == _GIT:
-                    continue
-                elif not _utf8(prefix + name):
-                    self.omit(prefix + name, "its name is not UTF-8")
-                else:
-                    real.append(name)
-                    mode = stat.S_IMODE(info.st_mode)
-                    dirs_found.append(StateEntry(path=prefix + name, kind="dir", mode=mode))
-            dirs[:] = real
-            others.extend(prefix + name for name in files)
+        prefix = f"{below}/" if below else ""
+        skip = frozenset() if below else frozenset({_GIT})
+        for item in walk_tree(root / below if below else root, skip_top=skip, dirs=True):
+            path = prefix + item.path
+            if isinstance(item, Unreadable):
+                self.omit(path, f"directory cannot be listed: {item.reason}")
+            elif not stat.S_ISDIR(item.info.st_mode):
+                others.append(path)
+            elif not _utf8(path):
+                self.omit(path, "its name is not UTF-8")
+            else:
+                mode = stat.S_IMODE(item.info.st_mode)
+                dirs_found.append(StateEntry(path=path, kind="dir", mode=mode))
         return sorted(dirs_found, key=lambda entry: entry.path), sorted(others)
 
     def modes(
@@ -336,26 +326,38 @@ class TrialState:
         self.final: _Final | None = None
 
     def record_prepared(self, sandbox: Sandbox) -> None:
-        """Store what host preparation and setup changed (call before the session)."""
+        """Store what host preparation and setup changed (call before the session).
+
+        Never raises: a state that cannot be recorded is incomplete, the trial goes on.
+        """
         paths = sandbox.prepared
         if paths is None:
             self.capture.omit(".", "the assembled sandbox was not recorded")
             return
-        self.prepared = self.capture.layer(sandbox.root, paths)
+        try:
+            self.prepared = self.capture.layer(sandbox.root, paths)
+        except Exception as exc:  # noqa: BLE001 - the trial must not fail for its record
+            self.capture.omit(".", f"the prepared sandbox could not be recorded: {exc}")
 
     def record_final(self, sandbox: Sandbox, changes: Changes | None) -> None:
-        """Store what the agent left (call after the session, before the first check)."""
+        """Store what the agent left (call after the session, before the first check).
+
+        Never raises: a state that cannot be recorded is incomplete, the trial goes on.
+        """
         if changes is None:
             self.capture.omit(".", "the sandbox's changes could not be collected")
             return
         tree = sandbox.baseline.tree
-        self.final = _Final(
-            baseline=tree_digest(tree),
-            changes=self.capture.layer(sandbox.root, changes.paths),
-            modes=self.capture.modes(sandbox.root, tree, frozenset(changes.paths)),
-            dirs=self.capture.directories(sandbox.root),
-            git=self.capture.git(sandbox.root),
-        )
+        try:
+            self.final = _Final(
+                baseline=tree_digest(tree),
+                changes=self.capture.layer(sandbox.root, changes.paths),
+                modes=self.capture.modes(sandbox.root, tree, frozenset(changes.paths)),
+                dirs=self.capture.directories(sandbox.root),
+                git=self.capture.git(sandbox.root),
+            )
+        except Exception as exc:  # noqa: BLE001 - the trial must not fail for its record
+            self.capture.omit(".", f"the final tree could not be recorded: {exc}")
 
     def manifest(self) -> FinalState | None:
         """The manifest (``None`` when the final tree was never recorded)."""

@@ -15,16 +15,18 @@ make the rebuild write outside the new sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 
 from .._util import fstree
+from .._util.fstree import WalkEntry, walk_tree
 from ..project import NativeOutputs, Scenario
 from ..report.blobstore import BlobError, BlobStore
 from ..report.final_state import FinalState, StateEntry
@@ -37,6 +39,8 @@ __all__ = ["RebuildError", "apply_entries", "rebuilt_sandbox"]
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _GIT = ".git"
+#: Most directory descriptors a rebuild holds open at once.
+_OPEN_DIRS = 32
 
 
 class RebuildError(Exception):
@@ -67,58 +71,107 @@ def _remove_at(parent: int, name: str, where: Path) -> None:
         raise RebuildError(f"cannot clear {left.path}: {left.reason}")
 
 
-def _enter(root: Path, root_fd: int, parts: Sequence[str], *, create: bool) -> int:
-    """Open the directory ``parts`` below ``root_fd`` (owned), making missing levels.
+class _Chain:
+    """The directories along the path last entered below the root, opened without links.
 
-    A non-directory in the way is removed when ``create`` (the final state puts a
-    directory there); a symbolic link is never followed.
+    Consecutive entries (sorted by path, or deepest first) share most of their
+    directories, so entering the next one opens only what differs, and a tree
+    thousands of levels deep costs no more than a flat one. At most
+    :data:`_OPEN_DIRS` descriptors stay open; a shallower one is reopened when needed.
     """
-    fd = os.dup(root_fd)
-    try:
-        for index, part in enumerate(parts):
+
+    def __init__(self, root: Path, root_fd: int) -> None:
+        self.root = root
+        self.root_fd = root_fd
+        self.names: list[str] = []
+        self.fds: list[int | None] = []
+
+    def _truncate(self, length: int) -> None:
+        for fd in self.fds[length:]:
+            if fd is not None:
+                os.close(fd)
+        del self.names[length:], self.fds[length:]
+
+    def _reopen(self) -> int:
+        """The descriptor of the chain's last directory, reopening closed ancestors."""
+        deepest = len(self.fds) - 1
+        while deepest >= 0 and self.fds[deepest] is None:
+            deepest -= 1
+        if deepest == len(self.fds) - 1:
+            last = self.fds[deepest] if deepest >= 0 else self.root_fd
+            assert last is not None
+            return last
+        fd = self.root_fd
+        for index, name in enumerate(self.names):  # closed ones are shallow: start over
+            current = self.fds[index]
+            fd = current if current is not None else os.open(name, _DIR_FLAGS, dir_fd=fd)
+            self.fds[index] = fd
+            self._bound()
+        return fd
+
+    def _bound(self) -> None:
+        open_ = [i for i, fd in enumerate(self.fds) if fd is not None]
+        for index in open_[: max(0, len(open_) - _OPEN_DIRS)]:
+            fd = self.fds[index]
+            assert fd is not None
+            os.close(fd)
+            self.fds[index] = None
+
+    def enter(self, parts: Sequence[str], *, create: bool) -> int:
+        """The directory ``parts`` (a borrowed descriptor, valid until the next call).
+
+        With ``create``, missing levels are made and a non-directory in the way is
+        removed (the final state puts a directory there); a link is never followed.
+
+        Raises:
+            OSError: a level is missing or not a directory (without ``create``).
+        """
+        common = 0
+        while common < min(len(parts), len(self.names)) and self.names[common] == parts[common]:
+            common += 1
+        self._truncate(common)
+        fd = self._reopen()
+        for index in range(common, len(parts)):
+            part = parts[index]
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if not create or exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
                     raise
-                _remove_at(fd, part, root.joinpath(*parts[: index + 1]))
+                _remove_at(fd, part, self.root.joinpath(*parts[: index + 1]))
                 os.mkdir(part, 0o755, dir_fd=fd)
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
+            self.names.append(part)
+            self.fds.append(child)
             fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+            self._bound()
+        return fd
+
+    def close(self) -> None:
+        self._truncate(0)
 
 
-def _place(root: Path, root_fd: int, entry: StateEntry, store: BlobStore | None) -> None:
+def _place(chain: _Chain, entry: StateEntry, store: BlobStore | None) -> None:
     """Make ``entry.path`` what the entry says (deleted, a file, a link, a directory)."""
     parts = _parts(entry.path)
-    where = root.joinpath(*parts)
+    where = chain.root.joinpath(*parts)
     try:
-        parent = _enter(root, root_fd, parts[:-1], create=entry.kind != "deleted")
-    except FileNotFoundError:
+        parent = chain.enter(parts[:-1], create=entry.kind != "deleted")
+    except (FileNotFoundError, NotADirectoryError):
         return  # deleting below a directory that is not there: nothing to do
-    except NotADirectoryError:
-        return
     name = parts[-1]
-    try:
-        if entry.kind == "dir":
-            try:
-                fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
-                os.close(fd)
-            except OSError:
-                _remove_at(parent, name, where)
-                os.mkdir(name, 0o755, dir_fd=parent)
-            return
-        _remove_at(parent, name, where)
-        if entry.kind == "symlink":
-            os.symlink(entry.target or "", name, dir_fd=parent)
-        elif entry.kind == "file":
-            _write_file(parent, name, entry, store)
-    finally:
-        os.close(parent)
+    if entry.kind == "dir":
+        try:
+            os.close(os.open(name, _DIR_FLAGS, dir_fd=parent))
+        except OSError:
+            _remove_at(parent, name, where)
+            os.mkdir(name, 0o755, dir_fd=parent)
+        return
+    _remove_at(parent, name, where)
+    if entry.kind == "symlink":
+        os.symlink(entry.target or "", name, dir_fd=parent)
+    elif entry.kind == "file":
+        _write_file(parent, name, entry, store)
 
 
 def _write_file(parent: int, name: str, entry: StateEntry, store: BlobStore | None) -> None:
@@ -135,18 +188,26 @@ def _write_file(parent: int, name: str, entry: StateEntry, store: BlobStore | No
         os.close(fd)
 
 
-def _chmod(root: Path, root_fd: int, entry: StateEntry) -> None:
+def _chmod(chain: _Chain, entry: StateEntry) -> None:
     """Set an entry's permission bits (never through a link)."""
     if entry.mode is None:
         return
     parts = _parts(entry.path)
-    parent = _enter(root, root_fd, parts[:-1], create=False)
+    parent = chain.enter(parts[:-1], create=False)
+    info = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+    if not stat.S_ISLNK(info.st_mode):
+        os.chmod(parts[-1], entry.mode, dir_fd=parent)
+
+
+@contextlib.contextmanager
+def _chain(root: Path) -> Iterator[_Chain]:
+    root_fd = os.open(root, _DIR_FLAGS)
+    chain = _Chain(root, root_fd)
     try:
-        info = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
-        if not stat.S_ISLNK(info.st_mode):
-            os.chmod(parts[-1], entry.mode, dir_fd=parent)
+        yield chain
     finally:
-        os.close(parent)
+        chain.close()
+        os.close(root_fd)
 
 
 def apply_entries(root: Path, entries: Sequence[StateEntry], store: BlobStore | None) -> None:
@@ -156,43 +217,33 @@ def apply_entries(root: Path, entries: Sequence[StateEntry], store: BlobStore | 
         RebuildError: a path is unsafe or a content is missing or damaged.
         OSError: the tree cannot be written.
     """
-    root_fd = os.open(root, _DIR_FLAGS)
+    order = {"deleted": 0, "dir": 1, "file": 2, "symlink": 2}
     try:
-        order = {"deleted": 0, "dir": 1, "file": 2, "symlink": 2}
-        for entry in sorted(entries, key=lambda e: (order[e.kind], e.path)):
-            _place(root, root_fd, entry, store)
+        with _chain(root) as chain:
+            for entry in sorted(entries, key=lambda e: (order[e.kind], e.path)):
+                _place(chain, entry, store)
     except BlobError as exc:
         raise RebuildError(f"stored content is missing or damaged: {exc}") from exc
-    finally:
-        os.close(root_fd)
 
 
 def _existing_dirs(root: Path) -> set[str]:
-    """Every directory below ``root`` (the top-level ``.git`` aside)."""
-    found: set[str] = set()
-    for top, dirs, _files, top_fd in os.fwalk(root):
-        relative = os.path.relpath(top, root)
-        prefix = "" if relative == "." else relative + "/"
-        real = [
-            name
-            for name in dirs
-            if stat.S_ISDIR(os.stat(name, dir_fd=top_fd, follow_symlinks=False).st_mode)
-            and not (not prefix and name == _GIT)
-        ]
-        dirs[:] = real
-        found.update(prefix + name for name in real)
-    return found
+    """Every directory below ``root`` (the top-level ``.git`` aside), whatever the depth."""
+    return {
+        item.path
+        for item in walk_tree(root, skip_top=frozenset({_GIT}), dirs=True)
+        if isinstance(item, WalkEntry) and stat.S_ISDIR(item.info.st_mode)
+    }
 
 
 def _apply_dirs(root: Path, dirs: Sequence[StateEntry]) -> None:
     """Make the tree's directories exactly ``dirs``, with their modes."""
     wanted = {entry.path for entry in dirs}
     apply_entries(root, dirs, None)
-    root_fd = os.open(root, _DIR_FLAGS)
-    try:
-        for path in sorted(_existing_dirs(root) - wanted, key=lambda p: -p.count("/")):
+    extra = sorted(_existing_dirs(root) - wanted, key=lambda p: (-p.count("/"), p))
+    with _chain(root) as chain:
+        for path in extra:
             parts = _parts(path)
-            parent = _enter(root, root_fd, parts[:-1], create=False)
+            parent = chain.enter(parts[:-1], create=False)
             try:
                 os.rmdir(parts[-1], dir_fd=parent)
             except OSError as exc:
@@ -201,31 +252,21 @@ def _apply_dirs(root: Path, dirs: Sequence[StateEntry]) -> None:
                         f"{path} holds files the trial's final state does not"
                     ) from exc
                 raise
-            finally:
-                os.close(parent)
-    finally:
-        os.close(root_fd)
 
 
 def _apply_modes(root: Path, entries: Sequence[StateEntry]) -> None:
     """Set modes deepest first, so a directory made read-only does not block its children."""
-    root_fd = os.open(root, _DIR_FLAGS)
-    try:
+    with _chain(root) as chain:
         for entry in sorted(entries, key=lambda e: (-e.path.count("/"), e.path)):
-            _chmod(root, root_fd, entry)
-    finally:
-        os.close(root_fd)
+            _chmod(chain, entry)
 
 
 def _apply_final(root: Path, state: FinalState, store: BlobStore) -> None:
     """Apply the agent's changes, its ``chmod``s, the final directories and ``.git``."""
     apply_entries(root, state.changes, store)
     _apply_dirs(root, state.dirs)
-    root_fd = os.open(root, _DIR_FLAGS)
-    try:
-        _remove_at(root_fd, _GIT, root / _GIT)
-    finally:
-        os.close(root_fd)
+    with _chain(root) as chain:
+        _remove_at(chain.root_fd, _GIT, root / _GIT)
     apply_entries(root, state.git, store)
     _apply_modes(root, [*state.modes, *(e for e in state.git if e.kind == "dir"), *state.dirs])
 

@@ -1,0 +1,259 @@
+"""What storing each trial's final state costs, and what a regrade costs instead of a rerun.
+
+One scenario, a fixture of about 3.3 MB (400 source-like text files and a 256 KiB
+binary), a setup that compiles nothing but writes a 64 KiB file, and an instant
+in-process host whose session writes three files (one of 200 KiB), deletes one
+and commits. Measured in one run on the same machine, each figure printed with
+its ratio:
+
+(a) **Time per trial**: runs of N trials with the final state on and off
+    (``final_state=False``), alternated, per trial = (N-trial run - 1-trial run)
+    / (N - 1), median of the repetitions; the difference is the capture's cost.
+(b) **Disk**: the run directory's bytes with and without final states, per
+    trial, and the store's bytes against the contents it holds (compression) and
+    against the bytes the trials' states refer to (sharing across trials).
+(c) **Regrade**: ``regrade_run`` of the N-trial run, per trial, against the
+    run's own per trial (with an instant host; a real host's session costs
+    seconds to minutes more, which a regrade saves entirely).
+
+Run from the repository root: ``python -m bench final_state``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from atlante_eval import SessionEnd, SessionUsage, TrialContext, run_eval
+from atlante_eval.run.regrade import regrade_run
+
+#: Trials per measured run.
+TRIALS = 12
+#: Alternating repetitions of the on/off measurement (the median is reported).
+REPETITIONS = 3
+
+_SCHEMA = "https://atlante.sh/schema/v0.1/schema.json"
+_SCENARIO_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"
+_WORDS = "const let return function import export from await async value result".split()
+
+
+class EditingHost:
+    """A host whose session edits the sandbox in-process: three writes, a delete, a commit."""
+
+    name = "bench-editor"
+    version: str | None = None
+    ignored_changes: Sequence[str] = ()
+
+    async def probe(self) -> None:
+        """Nothing to probe."""
+
+    def check_pass_env(self, pass_env: Sequence[str]) -> None:
+        """Accept every name."""
+
+    def prepare(self, context: TrialContext) -> None:
+        """Nothing to prepare."""
+
+    async def run_session(self, context: TrialContext, usage: SessionUsage) -> SessionEnd:
+        """Make the agent's changes (one of them differs per trial) and commit them."""
+        root = context.sandbox
+        (root / "src" / "health.ts").write_text("export const ok = true;\n")
+        (root / "src" / "report.txt").write_text(_text(200 * 1024, seed=context.trial))
+        (root / "docs" / "notes.md").write_text(f"trial {context.trial}\n")
+        (root / "src" / "file-0007.ts").unlink()
+        for argv in (["git", "add", "-A"], ["git", "commit", "-qm", "agent"]):
+            subprocess.run(
+                ["git", "-c", "user.name=a", "-c", "user.email=a@b", *argv[1:]],
+                cwd=root,
+                check=True,
+                capture_output=True,
+            )
+        usage.observe_tokens(100)
+        return SessionEnd()
+
+
+def _text(size: int, *, seed: int) -> str:
+    rng = random.Random(seed)  # noqa: S311 - reproducible filler text
+    words: list[str] = []
+    length = 0
+    while length < size:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:size] + "\n"
+
+
+def _write(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+
+
+def make_project(root: Path, *, trials: int) -> Path:
+    """A one-scenario project: a 3.3 MB fixture, a setup that writes a file, native outputs."""
+    _write(
+        root / "atlante.jsonc",
+        {
+            "$schema": _SCHEMA,
+            "hosts": ["opencode"],
+            "eval": {
+                "host": "opencode",
+                "scenarios": "eval/scenarios/*.eval.json",
+                "budget": {"trials": trials, "maxSessions": trials},
+            },
+        },
+    )
+    fixture = root / "eval" / "fixtures" / "app"
+    for index in range(400):
+        path = fixture / "src" / f"file-{index:04d}.ts"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_text(8 * 1024, seed=index))
+    (fixture / "docs").mkdir()
+    (fixture / "docs" / "README.md").write_text("# app\n")
+    (fixture / "assets.bin").write_bytes(random.Random(1).randbytes(256 * 1024))  # noqa: S311
+    setup = "open('generated.txt', 'w').write('x' * 65536)"
+    _write(
+        root / "eval" / "scenarios" / "bench.eval.json",
+        {
+            "$schema": _SCENARIO_URI,
+            "version": "0.1",
+            "name": "bench",
+            "task": {
+                "fixture": "eval/fixtures/app",
+                "prompt": "Add a health flag.",
+                "setup": ["python3", "-c", setup],
+            },
+            "checks": [
+                {"type": "file-exists", "path": "src/health.ts"},
+                {"type": "file-contains", "path": "src/health.ts", "pattern": "ok"},
+            ],
+        },
+    )
+    agent = b'---\ndescription: "reviewer"\n---\nYou review code.\n'
+    (root / ".opencode" / "agents").mkdir(parents=True)
+    (root / ".opencode" / "agents" / "reviewer.md").write_bytes(agent)
+    _write(
+        root / ".atlante" / "opencode-native.json",
+        {
+            "format": "atlante-opencode-native",
+            "version": 1,
+            "files": [
+                {
+                    "kind": "agent",
+                    "id": "reviewer",
+                    "path": ".opencode/agents/reviewer.md",
+                    "sha256": hashlib.sha256(agent).hexdigest(),
+                }
+            ],
+        },
+    )
+    return root
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for current, _dirs, files in os.walk(path):
+        for name in files:
+            total += os.lstat(Path(current) / name).st_size
+    return total
+
+
+async def _run(project: Path, *, trials: int, final_state: bool) -> tuple[float, Path]:
+    started = time.perf_counter()
+    report = await run_eval(
+        project,
+        host=EditingHost(),
+        trials=trials,
+        jobs=1,
+        out=project / "reports",
+        html=False,
+        final_state=final_state,
+    )
+    elapsed = time.perf_counter() - started
+    if {t.verdict for t in report.all_trials()} != {"pass"}:
+        raise RuntimeError("benchmark trials did not all pass")
+    return elapsed, project / "reports" / report.run_id
+
+
+def per_trial(project: Path) -> dict[str, float]:
+    """Per-trial time with and without final states, alternated (median of REPETITIONS)."""
+    on: list[float] = []
+    off: list[float] = []
+    for _ in range(REPETITIONS):
+        for final_state, figures in ((True, on), (False, off)):
+            many, _ = anyio.run(lambda f=final_state: _run(project, trials=TRIALS, final_state=f))
+            one, _ = anyio.run(lambda f=final_state: _run(project, trials=1, final_state=f))
+            figures.append((many - one) / (TRIALS - 1))
+    return {"on_ms": statistics.median(on) * 1000, "off_ms": statistics.median(off) * 1000}
+
+
+def disk(project: Path) -> dict[str, Any]:
+    """Run directory bytes with and without final states; the store against its contents."""
+    _, with_state = anyio.run(lambda: _run(project, trials=TRIALS, final_state=True))
+    _, without = anyio.run(lambda: _run(project, trials=TRIALS, final_state=False))
+    report = json.loads((with_state / "report.json").read_text())
+    refs = [t["finalState"] for t in report["scenarios"]["bench"]["trials"]]
+    return {
+        "run_dir": with_state,
+        "with_bytes": _size(with_state),
+        "without_bytes": _size(without),
+        "store_bytes": _size(with_state / "final-state"),
+        "referred_bytes": sum(r["bytes"] for r in refs),
+        "first_stored": refs[0]["storedBytes"],
+        "later_stored": statistics.median(r["storedBytes"] for r in refs[1:]),
+        "state_bytes": refs[0]["bytes"],
+    }
+
+
+def regrade(project: Path, run_dir: Path, run_per_trial_ms: float) -> dict[str, float]:
+    """Time a regrade of the run, per trial, against the run's own per trial."""
+    started = time.perf_counter()
+    outcome = anyio.run(
+        lambda: regrade_run(run_dir, project=project, out=project / "regraded", jobs=1, html=False)
+    )
+    elapsed = time.perf_counter() - started
+    statuses = {t.regrade.status for t in outcome.report.all_trials() if t.regrade is not None}
+    if statuses != {"regraded"} or outcome.report.exit_code() != 0:
+        raise RuntimeError(f"the regrade did not regrade every trial: {statuses}")
+    return {"regrade_ms": elapsed * 1000 / TRIALS, "run_ms": run_per_trial_ms}
+
+
+def main() -> None:
+    """Print the three measurements."""
+    print(f"{platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    with tempfile.TemporaryDirectory(prefix="bench-final-state-") as tmp:
+        project = make_project(Path(tmp) / "project", trials=TRIALS)
+        times = per_trial(project)
+        on, off = times["on_ms"], times["off_ms"]
+        print(
+            f"(a) per trial: {on:.1f} ms with final states vs {off:.1f} ms without: "
+            f"+{on - off:.1f} ms ({on / off:.2f}x)"
+        )
+        sizes = disk(project)
+        mib = 1024 * 1024
+        print(
+            f"(b) run directory of {TRIALS} trials: {sizes['with_bytes'] / mib:.2f} MiB with "
+            f"vs {sizes['without_bytes'] / mib:.2f} MiB without; the store "
+            f"{sizes['store_bytes'] / mib:.2f} MiB holds states referring to "
+            f"{sizes['referred_bytes'] / mib:.1f} MiB "
+            f"({sizes['referred_bytes'] / sizes['store_bytes']:.1f}x less); a trial's state "
+            f"refers to {sizes['state_bytes'] / mib:.2f} MiB, the first trial stored "
+            f"{sizes['first_stored'] / 1024:.0f} KiB, each later one "
+            f"{sizes['later_stored'] / 1024:.0f} KiB"
+        )
+        figures = regrade(project, sizes["run_dir"], on)
+        print(
+            f"(c) regrade: {figures['regrade_ms']:.1f} ms per trial vs the run's "
+            f"{figures['run_ms']:.1f} ms per trial with an instant host "
+            f"({figures['regrade_ms'] / figures['run_ms']:.2f}x), no host session"
+        )
