@@ -6,11 +6,14 @@ trials into scenario results; :mod:`.loading` reads a report back;
 :mod:`.publish` writes files atomically into a reserved run directory;
 :mod:`.run_files` is the run directory's layout, opened without following links;
 :mod:`.outputs` checks output paths up front; :mod:`.consistency` refuses a report
-whose stored figures contradict its trials. :mod:`.merge` and :mod:`.compare`
-(imported by their module path, off the launch path) merge shards and compare two
-runs. :mod:`.arm_models` and :mod:`.arms` are a run with arms (``eval.variants``):
-its models and each arm's view; :mod:`.uplift` (by its module path) compares
-every arm with the control.
+whose stored figures contradict its trials; :mod:`.final_state` is a trial's
+stored final state (the file ``regrade`` rebuilds it from), :mod:`.blobstore` the
+run's content store and :mod:`.state_files` reads and carries final states.
+:mod:`.merge`, :mod:`.compare` and :mod:`.regrade_delta` (imported by their module
+path, off the launch path) merge shards, compare two runs, and list the trials a
+regrade changed. :mod:`.arm_models` and :mod:`.arms` are a run with arms
+(``eval.variants``): its models and each arm's view; :mod:`.uplift` (by its module
+path) compares every arm with the control.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ journalling them (:mod:`.journal`) for ``--resume``, and :mod:`.failures` says
 what stopped a run. :mod:`.options` is the one run-options model (the CLI and
 ``run_eval`` both build it) and :mod:`.isolate` the one isolation resolver (``run``
 and ``selftest`` both call it); :mod:`.balance` splits ``--shard`` runs;
-:mod:`.adaptive` drives ``--until-decided``;
+:mod:`.adaptive` drives ``--until-decided``; :mod:`.grading` is the one grading
+path, which :mod:`.regrade` (``regrade_run``, with :mod:`.regrade_basis` and
+:mod:`.regrader`) shares to judge stored trials again;
 :mod:`.summary` and :mod:`.limits` are small helpers. Only the options model is
 re-exported: the engine is imported by path.
 """

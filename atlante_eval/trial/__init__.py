@@ -5,7 +5,8 @@ a child process with a bounded, ordered shutdown (its pipes in :mod:`.pipes`, th
 live process groups in :mod:`.groups`, the fresh session keyring each confined
 child starts in in :mod:`.keyring`); :mod:`.gitops` takes the
 baseline and collects what changed; :mod:`.treestate` is the baseline snapshot
-kept outside the agent's reach.
+kept outside the agent's reach; :mod:`.finalstate` records a trial's final state
+and :mod:`.rebuild` rebuilds its sandbox from it (``regrade``).
 """
 
 from __future__ import annotations
