@@ -417,6 +417,11 @@ def test_compare_original_and_regraded_shows_changed_trials(tmp_path: Path) -> N
     assert "| `cmp:0` | fail | pass |" in markdown
     plain = json.loads(invoke("compare", str(run_dir), str(run_dir), "--json").stdout)
     assert "regrade" not in plain
+    page = tmp_path / "compare.html"
+    assert invoke("compare", str(run_dir), str(new_dir), "--html", str(page)).exit_code == 0
+    html = page.read_text()
+    assert '<section id="regrade">' in html
+    assert 'data-trial="cmp:1"' in html
 
 
 def test_show_files_displays_the_stored_final_files(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from .._util.terminal import printable
 from ..report import RunReport
 from ..report.regrade_delta import CheckChange, RegradeDelta, TrialChange, regrade_delta
 
-__all__ = ["delta_lines", "delta_markdown", "regrade_lines"]
+__all__ = ["change_reason", "delta_headline", "delta_lines", "delta_markdown", "regrade_lines"]
 
 #: Most changed trials listed (the rest are counted).
 SHOWN_CHANGES = 50
@@ -26,13 +26,15 @@ def _check_text(change: CheckChange) -> str:
     return f"{label} {change.before} -> {change.after}"
 
 
-def _why(change: TrialChange) -> str:
+def change_reason(change: TrialChange) -> str:
+    """Why a trial's verdict changed: the checks that moved, or why it was not regraded."""
     if change.reason is not None:
         return f"not regraded: {change.reason}"
     return "; ".join(_check_text(c) for c in change.checks) or "no check verdict moved"
 
 
-def _headline(delta: RegradeDelta) -> str:
+def delta_headline(delta: RegradeDelta) -> str:
+    """One line: what the regrade did and how many trials changed verdict."""
     parts = [f"{delta.regraded} regraded"]
     if delta.kept:
         parts.append(f"{delta.kept} kept (never graded)")
@@ -47,11 +49,12 @@ def _headline(delta: RegradeDelta) -> str:
 
 def delta_lines(delta: RegradeDelta) -> list[str]:
     """The terminal lines: a headline, then one line per changed trial."""
-    lines = [_headline(delta)]
+    lines = [delta_headline(delta)]
     for change in delta.changed[:SHOWN_CHANGES]:
         lines.append(
             printable(
-                f"  {change.scenario}:{change.i}  {change.before} -> {change.after}  {_why(change)}"
+                f"  {change.scenario}:{change.i}  {change.before} -> {change.after}  "
+                + change_reason(change)
             )
         )
     if len(delta.changed) > SHOWN_CHANGES:
@@ -65,11 +68,11 @@ def _md(text: str) -> str:
 
 def delta_markdown(delta: RegradeDelta) -> list[str]:
     """The Markdown section: a headline and a table of the changed trials."""
-    lines = ["", f"**{_md(_headline(delta))}**"]
+    lines = ["", f"**{_md(delta_headline(delta))}**"]
     if delta.changed:
         lines += ["", "| Trial | BASE | HEAD | Why |", "| --- | --- | --- | --- |"]
         lines += [
-            f"| `{_md(c.scenario)}:{c.i}` | {c.before} | {c.after} | {_md(_why(c))} |"
+            f"| `{_md(c.scenario)}:{c.i}` | {c.before} | {c.after} | {_md(change_reason(c))} |"
             for c in delta.changed[:SHOWN_CHANGES]
         ]
         if len(delta.changed) > SHOWN_CHANGES:

@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from ...report.compare import CompareResult, CompareWarning, Comparison, RunInfo, Side
 from .behaviour_page import BehaviourSection, behaviour_sections
+from ..regrade_render import change_reason, delta_headline
 from .svg import ForestRow, forest_plot, interval_bar
 
 __all__ = ["ComparePage", "CompareRow", "compare_page", "verdict_order"]
@@ -65,6 +66,17 @@ class ComparePage:
     counts: dict[str, int]
     behaviour: list[BehaviourSection]
     behaviour_alpha: float | None
+    regrade: RegradeSection | None = None
+    """When one run regraded the other: the trials whose verdict changed, and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegradeSection:
+    """The trials a regrade changed (the page's text is escaped by the template)."""
+
+    headline: str
+    rows: list[tuple[str, str, str, str]]
+    """Per changed trial: ``scenario:i``, BASE's verdict, HEAD's, and why."""
 
 
 def _row(name: str, comparison: Comparison, *, overall: bool = False) -> CompareRow:
@@ -123,4 +135,16 @@ def compare_page(
         counts=dict(result.counts),
         behaviour=behaviour_sections(result.behaviour, links_from=links_from, run_dirs=run_dirs),
         behaviour_alpha=result.behaviour.alpha if result.behaviour else None,
+        regrade=_regrade(result),
     )
+
+
+def _regrade(result: CompareResult) -> RegradeSection | None:
+    delta = result.regrade
+    if delta is None:
+        return None
+    rows = [
+        (f"{c.scenario}:{c.i}", str(c.before), str(c.after), change_reason(c))
+        for c in delta.changed
+    ]
+    return RegradeSection(headline=delta_headline(delta), rows=rows)
