@@ -78,6 +78,6 @@ def test_without_a_forgery_nothing_is_reported(tmp_path: Path) -> None:
         assert cli.wait(timeout_s=120) == 0, cli.stderr
     [run_dir] = report_dirs(project)
     names = sorted(p.name for p in run_dir.iterdir())
-    assert names == ["journal.jsonl", "report.html", "report.json", "trials"]
+    assert names == ["final-state", "journal.jsonl", "report.html", "report.json", "trials"]
     assert "tampered" not in (run_dir / "report.json").read_text()
     assert "eval-run-dir-tampered" not in cli.stderr

@@ -310,6 +310,8 @@ _TIMING_KEYS = frozenset(
         "meanDurationMs",
         "spread",
         "jobs",
+        # what a final state stores depends on timing (.git's index, sharing across trials)
+        "finalState",
     }
 )
 
