@@ -534,3 +534,21 @@ def test_an_edited_manifest_makes_its_trial_unavailable(tmp_path: Path) -> None:
     assert "changed since the run" in (first.regrade.reason or "")
     assert second.verdict == "pass"
     assert (run_dir / "report.json").exists()
+
+
+def test_regraded_shards_merge(tmp_path: Path) -> None:
+    """Each shard's run directory is regraded; the regraded shards merge into one report."""
+    prompt = actions({"write": "s.txt", "content": "shard"})
+    project = _project(tmp_path, _doc("sharded", prompt, [{"type": "file-exists", "path": "x"}]))
+    dirs = [_run(project, "--shard", f"{i}/2")[0] for i in (1, 2)]
+    _rewrite(project, "sharded", checks=[{"type": "file-exists", "path": "s.txt"}])
+    regraded = []
+    for shard_dir in dirs:
+        result, new_dir = _regrade(project, shard_dir)
+        assert result.exit_code == 0, result.stdout + result.stderr
+        assert new_dir is not None
+        regraded.append(str(new_dir))
+    merged = invoke("merge", *regraded, "--json")
+    assert merged.exit_code == 0, merged.stderr
+    document = json.loads(merged.stdout)
+    assert [t["verdict"] for t in document["scenarios"]["sharded"]["trials"]] == ["pass", "pass"]

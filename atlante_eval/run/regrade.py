@@ -160,7 +160,6 @@ def _meta(original: RunReport, jobs: int, isolation: IsolationSettings | None) -
             "ended_at": None,
             "wall_time_ms": None,
             "jobs": jobs,
-            "plan_digest": None,
             "totals": None,
             "run_root": None,
             "interrupted": None,
