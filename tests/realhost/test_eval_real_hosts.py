@@ -34,7 +34,7 @@ import pytest
 from factory import CheckDoc, make_project, scenario
 from isolationkit import require_bwrap
 
-from atlante_eval import RunReport, TrialResult, run_eval
+from atlante_eval import RunReport, TrialResult, regrade_run, run_eval
 from atlante_eval.project.native import native_host
 
 from .environment import HOSTS, MARKER_VAR, leftovers, real_host_environment
@@ -143,6 +143,8 @@ class HostRun:
     mock: MockModelServer
     marker: str
     isolation: str = "none"
+    main_project: Path | None = None
+    main_out: Path | None = None
 
     def trial(self, name: str) -> TrialResult:
         """Return the single trial of main-run scenario ``name``."""
@@ -223,6 +225,8 @@ def host_run(
                 mock=mock,
                 marker=marker,
                 isolation=isolation,
+                main_project=main_project,
+                main_out=tmp / "main-out",
             )
         finally:
             if pair.meta.run_root:
@@ -394,3 +398,32 @@ def test_no_process_is_left_behind(host_run: HostRun) -> None:
     """No process carrying the run's marker survives either run (budget and timeout included)."""
     assert host_run.main_leftovers == []
     assert host_run.pair_leftovers == []
+
+
+def test_regrade_reproduces_every_verdict_without_a_model_call(
+    host_run: HostRun, tmp_path: Path
+) -> None:
+    """The main run regraded with unchanged checks: the same verdicts, and no model call.
+
+    The real host's sandbox (its configuration, its runtime files, the agent's
+    work) is rebuilt from the stored final states alone (docs/regrade.md).
+    """
+    assert host_run.main_project is not None
+    assert host_run.main_out is not None
+    run_dir = host_run.main_out / host_run.main.run_id
+    calls = len(host_run.mock.requests)
+    outcome = anyio.run(
+        lambda: regrade_run(run_dir, project=host_run.main_project, out=tmp_path, html=False)
+    )
+    assert len(host_run.mock.requests) == calls
+    assert outcome.report.meta.regraded_from == host_run.main.run_id
+    assert outcome.report.meta.isolation == host_run.main.meta.isolation
+    for name, result in host_run.main.scenarios.items():
+        regraded = outcome.report.scenarios[name].trials
+        for before, after in zip(result.trials, regraded, strict=True):
+            assert after.regrade is not None
+            assert after.regrade.status == ("kept" if before.checks is None else "regraded")
+            assert after.verdict == before.verdict, (name, after.error)
+            assert [c.verdict for c in after.checks or []] == [
+                c.verdict for c in before.checks or []
+            ]
