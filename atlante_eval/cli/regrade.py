@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .._util.terminal import use_color
-from .app import OutOption, app, guarded
+from .app import OutOption, app, guarded, print_diagnostics
 
 if TYPE_CHECKING:
     from ..run.regrade import RegradeOutcome
@@ -69,6 +69,7 @@ def regrade(
         outcome = anyio.run(
             lambda: regrade_run(run_dir, project=project, scenarios=scenario or (), out=out)
         )
+        print_diagnostics(outcome.warnings)
         _print(outcome, as_json=as_json)
         return outcome.report.exit_code()
 

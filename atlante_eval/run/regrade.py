@@ -307,6 +307,7 @@ async def _publish(
         original=original,
         original_path=original_path,
         html=page,
+        warnings=suite.warnings,
     )
 
 
