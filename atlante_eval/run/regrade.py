@@ -225,7 +225,8 @@ async def regrade_run(
     check_tasks(original, suite, selected, states, digests, original_path)
     bwrap = await preflight_isolation("os" if original.meta.isolation == "os" else "none")
     settings = (
-        IsolationSettings.build(bwrap, original.meta.host, suite.project.eval.network.allow)
+        # command checks reach no network at all: no model endpoint is needed
+        IsolationSettings.build(bwrap, (), suite.project.eval.network.allow)
         if bwrap is not None
         else None
     )
