@@ -171,7 +171,8 @@ def _positions(shard: RunReport, names: list[str]) -> list[int]:
 
 
 def _without_timings(value: object) -> object:
-    timing = {"runId", "durationMs", "startedAt", "meanDurationMs", "spread", "meta"}
+    # finalState: what a trial's final state stores depends on timing (.git's index)
+    timing = {"runId", "durationMs", "startedAt", "meanDurationMs", "spread", "meta", "finalState"}
     if isinstance(value, dict):
         return {k: _without_timings(v) for k, v in value.items() if k not in timing}
     if isinstance(value, list):
