@@ -24,8 +24,9 @@ from pathlib import Path
 import anyio
 
 from .._version import __version__
-from ..choices import SELFTEST_HOST
+from ..choices import SELFTEST_HOST, IsolationMode
 from ..diagnostics import Diagnostic, DiagnosticError
+from ..isolation.limits import LimitSettings
 from ..isolation.preflight import preflight_isolation
 from ..isolation.trial import IsolationSettings
 from ..project import Scenario, Suite, load_suite
@@ -48,6 +49,7 @@ from ..report.state_files import carry_final_states
 from ..transcript import copy_trial_files
 from ..trial import make_skeleton
 from ..trial.rebuild import RebuildError
+from .isolate import resolve_limits_settings
 from .lifecycle import ActiveRun, run_lifecycle
 from .options import DEFAULT_JOBS
 from .regrade_basis import (
@@ -151,7 +153,15 @@ async def _regrade_all(
     }
 
 
-def _meta(original: RunReport, jobs: int, isolation: IsolationSettings | None) -> Meta:
+@dataclass(frozen=True, slots=True)
+class _Confinement:
+    """How the regraded trials' command checks are contained: as the run's were."""
+
+    isolation: IsolationSettings | None
+    limits: LimitSettings
+
+
+def _meta(original: RunReport, jobs: int, confinement: _Confinement) -> Meta:
     """The new report's metadata: the original run's, marked as regraded from it."""
     return original.meta.model_copy(
         update={
@@ -166,7 +176,8 @@ def _meta(original: RunReport, jobs: int, isolation: IsolationSettings | None) -
             "cleanup_failures": None,
             "tampered": None,
             "project_modified": None,
-            "isolation": "os" if isolation is not None else None,
+            "isolation": "os" if confinement.isolation is not None else None,
+            "limits": confinement.limits.record(),
             "regraded_from": original.run_id,
         }
     )
@@ -223,12 +234,14 @@ async def regrade_run(
         raise no_state_error(original, original_path, selected)
     digests = await anyio.to_thread.run_sync(scenario_digests, selected)
     check_tasks(original, suite, selected, states, digests, original_path)
-    bwrap = await preflight_isolation("os" if original.meta.isolation == "os" else "none")
-    settings = (
+    mode: IsolationMode = "os" if original.meta.isolation == "os" else "none"
+    bwrap = await preflight_isolation(mode)
+    settings = _Confinement(
         # command checks reach no network at all: no model endpoint is needed
         IsolationSettings.build(bwrap, (), suite.project.eval.network.allow)
         if bwrap is not None
-        else None
+        else None,
+        await resolve_limits_settings(mode, suite.project.eval),
     )
     return await _publish(
         suite,
@@ -252,7 +265,7 @@ async def _publish(
     states: Mapping[tuple[str, int], Loaded],
     digests: Mapping[str, str],
     *,
-    settings: IsolationSettings | None,
+    settings: _Confinement,
     out: Path | None,
     jobs: int,
     html: bool,
@@ -293,7 +306,8 @@ async def _publish(
                     native=suite.native,
                     store=store,
                     files=run.files,
-                    isolation=settings,
+                    isolation=settings.isolation,
+                    limits=settings.limits,
                     skeleton=await make_skeleton(run.run_root),
                 ),
                 carried=carried,

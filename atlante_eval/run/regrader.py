@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..isolation.limits import LimitSettings
 from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
 from ..project import NativeOutputs, Scenario
 from ..report import RunFiles
@@ -44,13 +45,12 @@ class TrialRegrader:
     """Confine command checks (``--isolation os``), as the trial's run did."""
     skeleton: Path | None = None
     """An empty repository copied for each baseline instead of ``git init``."""
+    limits: LimitSettings | None = None
+    """The per-trial resource limits command checks run under, as the run's did."""
 
     @contextlib.asynccontextmanager
     async def _confinement(self) -> AsyncIterator[TrialIsolation | None]:
-        if self.isolation is None:
-            yield None
-            return
-        async with open_trial_isolation(self.isolation, self.run_root) as isolation:
+        async with open_trial_isolation(self.isolation, self.limits, self.run_root) as isolation:
             yield isolation
 
     async def grade(self, scenario: Scenario, index: int, state: FinalState) -> Graded:

@@ -41,6 +41,7 @@ from ..checks import CheckContext, run_checks
 from ..choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts.base import SessionEnd, SessionUsage, TrialContext
+from ..isolation.limits import LimitSettings
 from ..isolation.trial import IsolationSettings
 from ..project import (
     CommandCheck,
@@ -504,7 +505,7 @@ async def run_selftest(
         )
         engine = _engine(suite, host, trials, run, options)
         await engine.run()
-        regrades = await _regrades(trials, run, suite.native, settings)
+        regrades = await _regrades(trials, run, suite.native, settings, limits)
     return _judged(run, suite, trials, found, regrades)
 
 
@@ -575,6 +576,7 @@ async def _regrades(
     run: ActiveRun,
     native: NativeOutputs,
     isolation: IsolationSettings | None,
+    limits: LimitSettings | None,
 ) -> dict[str, Diagnostic]:
     """Each scenario's proving trial graded again from its stored final state."""
     store = BlobStore.open(run.files, create=False)
@@ -582,7 +584,12 @@ async def _regrades(
         return {}
     with store:
         regrader = TrialRegrader(
-            run_root=run.run_root, native=native, store=store, files=run.files, isolation=isolation
+            run_root=run.run_root,
+            native=native,
+            store=store,
+            files=run.files,
+            isolation=isolation,
+            limits=limits,
         )
         return await regrade_proving_trials(trials.plan, trials.results, trials.roles, regrader)
 

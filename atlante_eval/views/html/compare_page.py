@@ -13,8 +13,8 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ...report.compare import CompareResult, CompareWarning, Comparison, RunInfo, Side
-from .behaviour_page import BehaviourSection, behaviour_sections
 from ..regrade_render import change_reason, delta_headline
+from .behaviour_page import BehaviourSection, behaviour_sections
 from .svg import ForestRow, forest_plot, interval_bar
 
 __all__ = ["ComparePage", "CompareRow", "compare_page", "verdict_order"]
