@@ -552,3 +552,25 @@ def test_regraded_shards_merge(tmp_path: Path) -> None:
     assert merged.exit_code == 0, merged.stderr
     document = json.loads(merged.stdout)
     assert [t["verdict"] for t in document["scenarios"]["sharded"]["trials"]] == ["pass", "pass"]
+
+
+def test_a_tampered_transcript_is_not_trusted_by_the_regrade_either(tmp_path: Path) -> None:
+    """A trial whose host stream was tampered with: its behaviour checks give error again."""
+    prompt = actions(_tool("b1", "bash", {"command": "python -m pytest -q"}))
+    check = [{"type": "tool-used", "kind": "shell", "inputMatches": "pytest"}]
+    project = _project(tmp_path, _doc("trust", prompt, check, **{"$schema": EXTENDED_SCENARIO_URI}))
+    run_dir, original = _run(project)
+    assert {t.verdict for t in original.scenarios["trust"].trials} == {"pass"}
+    # the run saw (here: is told of) an event forged into the host's stream in trial 0
+    document = json.loads((run_dir / "report.json").read_text())
+    evidence = {"kind": "after-result", "detail": "an event after the final result"}
+    document["scenarios"]["trust"]["trials"][0]["tampered"] = [evidence]
+    (run_dir / "report.json").write_text(json.dumps(document))
+    result, new_dir = _regrade(project, run_dir)
+    assert new_dir is not None, result.stderr
+    first, second = report_of(new_dir / "report.json").scenarios["trust"].trials
+    assert first.verdict == "infra-error"
+    [judged] = first.checks or []
+    assert judged.verdict == "error"
+    assert "cannot be trusted" in judged.evidence["cause"]
+    assert second.verdict == "pass"

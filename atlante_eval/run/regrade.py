@@ -26,7 +26,7 @@ import anyio
 from .._version import __version__
 from ..choices import SELFTEST_HOST, IsolationMode
 from ..diagnostics import Diagnostic, DiagnosticError
-from ..isolation.limits import LimitSettings
+from ..isolation.limits import LimitSettings, run_limit_groups
 from ..isolation.preflight import preflight_isolation
 from ..isolation.trial import IsolationSettings
 from ..project import Scenario, Suite, load_suite
@@ -115,7 +115,7 @@ async def _regrade_trial(job: _Regrade, scenario: Scenario, trial: TrialResult) 
     if loaded is None or isinstance(loaded, str):
         return _unavailable(trial, loaded or "no final state was stored for this trial")
     try:
-        graded = await job.regrader.grade(scenario, trial.i, loaded)
+        graded = await job.regrader.grade(scenario, trial.i, loaded, tampered=trial.tampered)
     except RebuildError as exc:
         return _unavailable(trial, str(exc))
     if graded.changed_files != trial.changed_files:
@@ -312,7 +312,8 @@ async def _publish(
                 ),
                 carried=carried,
             )
-            regraded.update(await _regrade_all(job, selected, jobs))
+            async with run_limit_groups(settings.limits):
+                regraded.update(await _regrade_all(job, selected, jobs))
     assert run.report is not None
     assert run.report_path is not None
     page = await _html(run) if html else None

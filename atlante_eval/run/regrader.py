@@ -11,19 +11,20 @@ the host's runtime artefacts the trial recorded. ``regrade`` and ``selftest``
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..isolation.limits import LimitSettings
 from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
 from ..project import NativeOutputs, Scenario
-from ..report import RunFiles
+from ..report import RunFiles, TamperEvidence
 from ..report.blobstore import BlobStore
 from ..report.final_state import FinalState
 from ..trial import trial_dirs
 from ..trial.rebuild import rebuilt_sandbox
 from .grading import Graded, Grading, grade_sandbox
+from .redaction import untrusted_transcript
 from .regrade_basis import trial_outputs
 
 __all__ = ["TrialRegrader"]
@@ -53,13 +54,25 @@ class TrialRegrader:
         async with open_trial_isolation(self.isolation, self.limits, self.run_root) as isolation:
             yield isolation
 
-    async def grade(self, scenario: Scenario, index: int, state: FinalState) -> Graded:
+    async def grade(
+        self,
+        scenario: Scenario,
+        index: int,
+        state: FinalState,
+        *,
+        tampered: Sequence[TamperEvidence] | None = None,
+    ) -> Graded:
         """Rebuild trial ``index`` of ``scenario`` from ``state``; run its current checks.
+
+        ``tampered`` is the trial's stream-tampering evidence: behaviour checks then get
+        no transcript (``error``), as in the run.
 
         Raises:
             RebuildError: the sandbox cannot be rebuilt as the trial left it.
         """
         transcript, transcript_error, keeper = trial_outputs(self.files, scenario, index)
+        if tampered and transcript is not None:
+            transcript, transcript_error = None, untrusted_transcript(tampered)
         async with (
             trial_dirs(keep=False) as owned,
             self._confinement() as isolation,

@@ -41,7 +41,7 @@ from ..checks import CheckContext, run_checks
 from ..choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts.base import SessionEnd, SessionUsage, TrialContext
-from ..isolation.limits import LimitSettings
+from ..isolation.limits import LimitSettings, run_limit_groups
 from ..isolation.trial import IsolationSettings
 from ..project import (
     CommandCheck,
@@ -591,7 +591,8 @@ async def _regrades(
             isolation=isolation,
             limits=limits,
         )
-        return await regrade_proving_trials(trials.plan, trials.results, trials.roles, regrader)
+        async with run_limit_groups(limits):
+            return await regrade_proving_trials(trials.plan, trials.results, trials.roles, regrader)
 
 
 def _judged(

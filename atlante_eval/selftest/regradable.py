@@ -60,7 +60,7 @@ async def _one(
     else:
         try:
             state = read_final_state(regrader.files, ref)
-            graded = await regrader.grade(scenario, trial.i, state)
+            graded = await regrader.grade(scenario, trial.i, state, tampered=trial.tampered)
         except (ManifestError, RebuildError) as exc:
             reason = str(exc)
         else:
