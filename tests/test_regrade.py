@@ -233,6 +233,12 @@ def test_behaviour_checks_are_judged_again_from_the_transcript(tmp_path: Path) -
     assert result.exit_code == 0, result.stdout + result.stderr
     assert new_dir is not None
     for trial in report_of(new_dir / "report.json").scenarios["habits"].trials:
+        assert [(c.type, c.verdict) for c in trial.checks or []] == [
+            ("tool-used", "pass"),
+            ("transcript-contains", "pass"),
+        ]
+        assert trial.regrade is not None
+        assert (trial.regrade.status, trial.regrade.previous_verdict) == ("regraded", "fail")
         assert trial.transcript is not None
         assert (new_dir / trial.transcript).is_file()
 

@@ -41,11 +41,8 @@ from ..checks import CheckContext, run_checks
 from ..choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts.base import SessionEnd, SessionUsage, TrialContext
-from ..isolation.limits import LimitSettings, run_limit_groups
-from ..isolation.trial import IsolationSettings
 from ..project import (
     CommandCheck,
-    NativeOutputs,
     Plan,
     PlannedTrial,
     Scenario,
@@ -62,14 +59,12 @@ from ..report import (
     TrialResult,
     utc_timestamp,
 )
-from ..report.blobstore import BlobStore
 from ..run.engine import Engine, EngineOptions
 from ..run.isolate import isolation_mode, resolve_isolation, resolve_limits_settings
 from ..run.lifecycle import ActiveRun, cleanup_warning, run_lifecycle
 from ..run.metering import GatewayRun, run_gateway, with_gateway
 from ..run.options import gateway_mode
 from ..run.pinning import host_pin, pin_option
-from ..run.regrader import TrialRegrader
 from ..run.summary import scenario_result
 from ..transcript import ErrorEntry, ResultEntry, SessionStartEntry, ToolCallEntry, TranscriptEntry
 from ..trial.finalstate import StateSettings
@@ -505,7 +500,15 @@ async def run_selftest(
         )
         engine = _engine(suite, host, trials, run, options)
         await engine.run()
-        regrades = await _regrades(trials, run, suite.native, settings, limits)
+        regrades = await regrade_proving_trials(
+            trials.plan,
+            trials.results,
+            trials.roles,
+            run=run,
+            native=suite.native,
+            isolation=settings,
+            limits=limits,
+        )
     return _judged(run, suite, trials, found, regrades)
 
 
@@ -569,30 +572,6 @@ def _engine(
         on_trial=trials.record,
         cleanup_failures=run.cleanup_failures,
     )
-
-
-async def _regrades(
-    trials: _Trials,
-    run: ActiveRun,
-    native: NativeOutputs,
-    isolation: IsolationSettings | None,
-    limits: LimitSettings | None,
-) -> dict[str, Diagnostic]:
-    """Each scenario's proving trial graded again from its stored final state."""
-    store = BlobStore.open(run.files, create=False)
-    if store is None:
-        return {}
-    with store:
-        regrader = TrialRegrader(
-            run_root=run.run_root,
-            native=native,
-            store=store,
-            files=run.files,
-            isolation=isolation,
-            limits=limits,
-        )
-        async with run_limit_groups(limits):
-            return await regrade_proving_trials(trials.plan, trials.results, trials.roles, regrader)
 
 
 def _judged(

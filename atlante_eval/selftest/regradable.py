@@ -16,11 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, warning
-from ..project import Plan, Scenario
+from ..isolation.limits import LimitSettings, run_limit_groups
+from ..isolation.trial import IsolationSettings
+from ..project import NativeOutputs, Plan, Scenario
 from ..report import TrialResult
+from ..report.blobstore import BlobStore
 from ..report.final_state import ManifestError
 from ..report.regrade_delta import CheckChange, check_changes
 from ..report.state_files import read_final_state
+from ..run.lifecycle import ActiveRun
 from ..run.regrader import TrialRegrader
 from ..trial.rebuild import RebuildError
 from .findings import NULL_TRIAL, REFERENCE_TRIAL, Role, ScenarioSelftest
@@ -86,6 +90,37 @@ async def _one(
 
 
 async def regrade_proving_trials(
+    plan: Plan,
+    results: Mapping[int, TrialResult],
+    roles: Mapping[tuple[str, int], Role],
+    *,
+    run: ActiveRun,
+    native: NativeOutputs,
+    isolation: IsolationSettings | None,
+    limits: LimitSettings | None,
+) -> dict[str, Diagnostic]:
+    """Regrade each scenario's proving trial from the run's store; findings by scenario name.
+
+    The rebuilt trials' command checks run under the run's isolation and join its
+    limit group, as the selftest's own trials did.
+    """
+    store = BlobStore.open(run.files, create=False)
+    if store is None:
+        return {}
+    with store:
+        regrader = TrialRegrader(
+            run_root=run.run_root,
+            native=native,
+            store=store,
+            files=run.files,
+            isolation=isolation,
+            limits=limits,
+        )
+        async with run_limit_groups(limits):
+            return await _regrade_each(plan, results, roles, regrader)
+
+
+async def _regrade_each(
     plan: Plan,
     results: Mapping[int, TrialResult],
     roles: Mapping[tuple[str, int], Role],
