@@ -124,6 +124,12 @@ def test_the_console_script_regrades_without_a_host(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     assert "deleted  README.md" in shown.stdout.splitlines()
     assert "written  blob.bin  mode 0644, 256 bytes, binary" in shown.stdout.splitlines()
+    one = _console(["show", str(new_dir), "greet:1"], bin_dir)
+    assert one.returncode == 0, one.stderr
+    assert "regrade: regraded: was fail, now pass" in one.stdout.splitlines()
+    view = json.loads(_console(["show", str(new_dir), "greet:1", "--json"], bin_dir).stdout)
+    assert view["regrade"] == "regraded: was fail, now pass"
+    assert "trials/greet/1/final-state.json" in view["files"]
     assert not log.exists(), log.read_text()
 
     # The tripwire sees a host: a run through the same PATH probes the host it would start.

@@ -395,6 +395,8 @@ def render_trial(view: TrialView, console: Console) -> None:
         console.print(Text(row))
     if view.reused:
         console.print(Text("reused from an earlier run"))
+    if view.regrade:
+        console.print(Text(f"regrade: {view.regrade}"))
     for line in [*_prompt_lines(view), *_gateway_lines(view)]:
         console.print(line)
     if view.error and "\n" in view.error.strip():
