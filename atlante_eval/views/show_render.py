@@ -326,6 +326,16 @@ def timeline_lines(entries: list[TimelineEntry]) -> list[Text]:
     return lines
 
 
+def _history_lines(view: TrialView) -> list[Text]:
+    """Every attempt, reuse, and how a regrade treated the trial."""
+    lines = [Text(row) for row in _attempt_lines(view)]
+    if view.reused:
+        lines.append(Text("reused from an earlier run"))
+    if view.regrade:
+        lines.append(Text(f"regrade: {printable(view.regrade)}"))
+    return lines
+
+
 def _gateway_lines(view: TrialView) -> list[Text]:
     """Where the figures come from, and the tampering evidence."""
     lines: list[Text] = []
@@ -391,13 +401,7 @@ def render_trial(view: TrialView, console: Console) -> None:
         console.print(Text(f"cause: {view.cause}"))
     if view.model:
         console.print(Text(f"model {printable(view.model)}"))
-    for row in _attempt_lines(view):
-        console.print(Text(row))
-    if view.reused:
-        console.print(Text("reused from an earlier run"))
-    if view.regrade:
-        console.print(Text(f"regrade: {view.regrade}"))
-    for line in [*_prompt_lines(view), *_gateway_lines(view)]:
+    for line in [*_history_lines(view), *_prompt_lines(view), *_gateway_lines(view)]:
         console.print(line)
     if view.error and "\n" in view.error.strip():
         console.print(Text("error:"))
