@@ -427,3 +427,13 @@ def test_regrade_reproduces_every_verdict_without_a_model_call(
             assert [c.verdict for c in after.checks or []] == [
                 c.verdict for c in before.checks or []
             ]
+            # the session's metered facts are the run's, and their record is carried over
+            assert (after.tokens, after.cost, after.usage) == (
+                before.tokens,
+                before.cost,
+                before.usage,
+            )
+            assert after.model_calls == before.model_calls
+            if after.model_calls is not None:
+                assert (outcome.path.parent / after.model_calls).is_file()
+    assert outcome.report.meta.gateway == host_run.main.meta.gateway
