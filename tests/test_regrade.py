@@ -173,6 +173,33 @@ def test_command_checks_run_on_the_agents_files_in_order(tmp_path: Path) -> None
         assert [c.verdict for c in trial.checks or []] == ["pass", "pass"], trial.checks
 
 
+def test_a_command_checks_timeout_holds_in_the_regrade(tmp_path: Path) -> None:
+    """A command check that never ends is stopped at its timeoutMs; the next check still runs."""
+    prompt = actions({"write": "out.txt", "content": "x"})
+    project = _project(tmp_path, _doc("slow", prompt, [{"type": "file-exists", "path": "no"}]))
+    run_dir, _original = _run(project)
+    _rewrite(
+        project,
+        "slow",
+        checks=[
+            {
+                "type": "command",
+                "run": [sys.executable, "-c", "import time; time.sleep(3600)"],
+                "timeoutMs": 300,
+            },
+            {"type": "file-exists", "path": "out.txt"},
+        ],
+    )
+    result, new_dir = _regrade(project, run_dir)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert new_dir is not None
+    for trial in report_of(new_dir / "report.json").scenarios["slow"].trials:
+        hung, exists = trial.checks or []
+        assert (hung.verdict, hung.evidence.get("timedOut")) == ("fail", True)
+        assert exists.verdict == "pass"
+        assert trial.verdict == "fail"
+
+
 def test_a_loosened_diff_allowlist_is_applied(tmp_path: Path) -> None:
     """Runtime artefacts stay ignored, and a newly allowed path no longer fails."""
     prompt = actions(
