@@ -16,11 +16,15 @@ import anyio
 import pytest
 from factory import EXTENDED_SCENARIO_URI, make_project, scenario, write_json, write_native
 from isolationkit import require_bwrap
+from limitskit import HOG, groups_left, processes_with, require_cgroups, token
 from standin import StandinHost, actions
 from typer.testing import CliRunner, Result
 
 from atlante_eval import RunReport, hosts, run_eval
 from atlante_eval.cli import app
+from atlante_eval.isolation.limits import LimitSettings
+from atlante_eval.project.config import EvalConfig, LimitsConfig
+from atlante_eval.run import isolate
 from atlante_eval.run import regrade as regrade_module
 from atlante_eval.trial import process as process_module
 
@@ -413,6 +417,61 @@ def test_regrade_under_os_isolation_confines_the_command_checks(
     monkeypatch.setattr(regrade_module, "preflight_isolation", no_isolation)
     result, new_dir = _regrade(project, run_dir)
     assert target.read_text() == "escaped"
+
+
+def test_regrade_holds_the_command_checks_to_the_projects_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command check added later that reaches for 1 GiB meets ``memoryMb: 256``.
+
+    Regraded with the project's limits taken away (the defence removed), the same
+    check gets all it asked for: the test sees the breach.
+    """
+    require_cgroups()
+    marker = token()
+    project = make_project(
+        tmp_path / "p",
+        scenarios=[
+            _doc(
+                "hog",
+                actions({"write": "a.txt", "content": "x"}),
+                [{"type": "file-exists", "path": "a.txt"}],
+            )
+        ],
+        fixtures={"eval/fixtures/app": {"README.md": "hello\n", "hog.py": HOG}},
+        eval_extra={"limits": {"memoryMb": 256}},
+    )
+    run_dir, original = _run(project)
+    assert {t.verdict for t in original.scenarios["hog"].trials} == {"pass"}
+    hog = [sys.executable, "hog.py", "memory", "1024", marker, "--no-wait"]
+    _rewrite(project, "hog", checks=[{"type": "command", "run": hog}])
+    result, new_dir = _regrade(project, run_dir)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert new_dir is not None
+    regraded = report_of(new_dir / "report.json")
+    assert regraded.meta.limits is not None
+    assert regraded.meta.limits.memory_mb == 256
+    for trial in regraded.scenarios["hog"].trials:
+        assert trial.verdict == "fail", trial
+        assert (trial.error or "").startswith("memory limit 256 MB reached (checks)"), trial.error
+        assert [(r.phase, r.limit, r.value) for r in trial.limits_reached or []] == [
+            ("check", "memory", 256)
+        ]
+    assert processes_with(marker) == []
+    assert groups_left() == []
+
+    async def unlimited(requested: object, project_eval: EvalConfig) -> LimitSettings:
+        no_limits = project_eval.model_copy(update={"limits": LimitsConfig()})
+        return await isolate.resolve_limits_settings(requested, no_limits)
+
+    monkeypatch.setattr("atlante_eval.run.regrade.resolve_limits_settings", unlimited)
+    result, new_dir = _regrade(project, run_dir)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert new_dir is not None
+    for trial in report_of(new_dir / "report.json").scenarios["hog"].trials:
+        [check] = trial.checks or []
+        assert '"done": 1024' in check.evidence["output"]
+        assert trial.limits_reached is None
 
 
 def test_compare_original_and_regraded_shows_changed_trials(tmp_path: Path) -> None:

@@ -115,15 +115,14 @@ async def _regrade_trial(job: _Regrade, scenario: Scenario, trial: TrialResult) 
     if loaded is None or isinstance(loaded, str):
         return _unavailable(trial, loaded or "no final state was stored for this trial")
     try:
-        graded = await job.regrader.grade(scenario, trial.i, loaded, tampered=trial.tampered)
+        regraded = await job.regrader.grade(scenario, trial.i, loaded, tampered=trial.tampered)
     except RebuildError as exc:
         return _unavailable(trial, str(exc))
-    if graded.changed_files != trial.changed_files:
+    if regraded.graded.changed_files != trial.changed_files:
         return _unavailable(trial, "the rebuilt sandbox's changes differ from the trial's")
     ref = trial.final_state
-    return trial.model_copy(
+    return regraded.applied_to(trial).model_copy(
         update={
-            **graded.fields(),
             "final_state": ref if ref is not None and ref.path in job.carried else None,
             "regrade": TrialRegrade(status="regraded", previous_verdict=trial.verdict),
         }

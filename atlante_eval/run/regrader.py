@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..isolation.limits import LimitSettings
+from ..isolation.limits import LimitSettings, with_limits
 from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
 from ..project import NativeOutputs, Scenario
-from ..report import RunFiles, TamperEvidence
+from ..report import LimitReached, RunFiles, TamperEvidence, TrialResult
 from ..report.blobstore import BlobStore
 from ..report.final_state import FinalState
 from ..trial import trial_dirs
@@ -27,7 +27,28 @@ from .grading import Graded, Grading, grade_sandbox
 from .redaction import untrusted_transcript
 from .regrade_basis import trial_outputs
 
-__all__ = ["TrialRegrader"]
+__all__ = ["Regraded", "TrialRegrader"]
+
+
+@dataclass(frozen=True, slots=True)
+class Regraded:
+    """One trial graded again: the grading, and the limits its command checks reached."""
+
+    graded: Graded
+    """The checks, verdict and change evidence of the rebuilt sandbox."""
+    reached: tuple[LimitReached, ...] = ()
+    """The per-trial limits the checks reached (phase ``check``), as the engine records them."""
+
+    def applied_to(self, trial: TrialResult) -> TrialResult:
+        """``trial`` with the new grading, and its limits as the run would record them.
+
+        The session's and setup's limits stay (the session is the run's); the
+        checks' are this grading's. A limit leads the error of a trial that did not
+        pass, as in the run (:func:`~atlante_eval.isolation.limits.with_limits`).
+        """
+        kept = [r for r in trial.limits_reached or [] if r.phase != "check"]
+        graded = trial.model_copy(update={**self.graded.fields(), "limits_reached": None})
+        return with_limits(graded, [*kept, *self.reached])
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +82,7 @@ class TrialRegrader:
         state: FinalState,
         *,
         tampered: Sequence[TamperEvidence] | None = None,
-    ) -> Graded:
+    ) -> Regraded:
         """Rebuild trial ``index`` of ``scenario`` from ``state``; run its current checks.
 
         ``tampered`` is the trial's stream-tampering evidence: behaviour checks then get
@@ -86,7 +107,7 @@ class TrialRegrader:
                 skeleton=self.skeleton,
             ) as sandbox,
         ):
-            return await grade_sandbox(
+            graded = await grade_sandbox(
                 scenario.document.checks,
                 sandbox,
                 Grading(
@@ -100,3 +121,5 @@ class TrialRegrader:
                     else None,
                 ),
             )
+            limits = isolation.limits if isolation is not None else None
+            return Regraded(graded, tuple(limits.reached()) if limits is not None else ())

@@ -64,11 +64,11 @@ async def _one(
     else:
         try:
             state = read_final_state(regrader.files, ref)
-            graded = await regrader.grade(scenario, trial.i, state, tampered=trial.tampered)
+            regraded = await regrader.grade(scenario, trial.i, state, tampered=trial.tampered)
         except (ManifestError, RebuildError) as exc:
             reason = str(exc)
         else:
-            moved = check_changes(trial.checks, graded.checks)
+            moved = check_changes(trial.checks, regraded.graded.checks)
             if not moved:
                 return None
             return error(
