@@ -104,13 +104,19 @@ def test_the_console_script_regrades_without_a_host(tmp_path: Path) -> None:
             {"type": "file-absent", "path": "README.md"},
         ],
     )
-    result = _console(["regrade", str(run_dir), "--project", str(project), "--json"], bin_dir)
+    out = tmp_path / "regraded"
+    result = _console(
+        ["regrade", str(run_dir), "--project", str(project), "--out", str(out), "--json"], bin_dir
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert not log.exists(), log.read_text()
     regraded = RunReport.model_validate_json(result.stdout)
     assert regraded.meta.regraded_from == original.run_id
-    new_dir = project / ".atlante" / "eval" / regraded.run_id
+    new_dir = out / regraded.run_id
     assert (new_dir / "report.json").is_file()
+    assert sorted(p.parent.name for p in (project / ".atlante" / "eval").glob("*/report.json")) == [
+        original.run_id
+    ]
     for trial in regraded.scenarios["greet"].trials:
         assert [c.verdict for c in trial.checks or []] == ["pass", "pass", "pass"]
         assert trial.regrade is not None
