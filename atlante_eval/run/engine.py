@@ -17,7 +17,7 @@ import contextlib
 import inspect
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NotRequired
@@ -66,9 +66,9 @@ from ..trial import (
     trial_sandbox,
 )
 from ..trial.finalstate import StateSettings, TrialState
-from .grading import CHANGED_FILES_LIMIT, Grading, grade_sandbox
 from .arm_setup import ArmSetup
 from .failures import crash_text
+from .grading import CHANGED_FILES_LIMIT, Grading, grade_sandbox
 from .metering import GatewayRun, MeteredFields, TrialMeter, settle
 from .redaction import redact_trial, untrusted_transcript
 

@@ -53,6 +53,7 @@ from ..report import (
     load_report,
     report_base,
 )
+from ..trial.finalstate import StateSettings
 from .arm_setup import ArmSetup
 from .arms import check_arm_selection, ready_arms
 from .balance import ShardSplit, shard_split
@@ -123,6 +124,18 @@ class PreparedRun:
     """The warnings found so far (announced already); the run adds its late ones."""
     arms: Mapping[str, ArmSetup]
     """Each arm's host, native outputs and model, by name (empty: no arms)."""
+
+    def final_state(self) -> StateSettings | None:
+        """How the run stores its trials' final states (``None``: ``--no-final-state``)."""
+        if not self.options.final_state:
+            return None
+        assert self.suite.native is not None
+        digests = {s.name: self.watch.tree_digest(s.fixture_path) for s in self.plan.scenarios}
+        return StateSettings(
+            cap_bytes=self.options.final_state_cap,
+            fixture_digests={name: d for name, d in digests.items() if d is not None},
+            native_digest=self.suite.native.digest,
+        )
 
     @property
     def gateway(self) -> GatewayMode:

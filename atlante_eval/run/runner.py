@@ -34,7 +34,6 @@ from ..report import (
 from ..report.state_files import carry_trial_states
 from ..transcript import copy_trial_files
 from .arms import arm_infos
-from ..trial.finalstate import StateSettings
 from .balance import ShardSplit
 from .engine import Engine, EngineOptions, TrialGuard, call_sink
 from .failures import cause, journal_diagnostic, journal_failure, with_journal_cause
@@ -224,7 +223,7 @@ def _engine(
             isolation=with_gateway(ready.isolation, gateway),
             limits=ready.limits,
             gateway=gateway,
-            final_state=_state_settings(ready),
+            final_state=ready.final_state(),
         ),
         emit=progress.emit,
         on_trial=progress.trial_done,
@@ -232,20 +231,6 @@ def _engine(
         cleanup_failures=run.cleanup_failures,
         guard=_guard(ready.watch),
         arms=ready.arms,
-    )
-
-
-def _state_settings(ready: PreparedRun) -> StateSettings | None:
-    """How the run stores its trials' final states (``None``: ``--no-final-state``)."""
-    suite, options = ready.suite, ready.options
-    if not options.final_state:
-        return None
-    assert suite.native is not None
-    digests = {s.name: ready.watch.tree_digest(s.fixture_path) for s in ready.plan.scenarios}
-    return StateSettings(
-        cap_bytes=options.final_state_cap,
-        fixture_digests={name: digest for name, digest in digests.items() if digest is not None},
-        native_digest=suite.native.digest,
     )
 
 

@@ -41,15 +41,7 @@ from ..checks import CheckContext, run_checks
 from ..choices import DEFAULT_SELFTEST_JOBS, SELFTEST_HOST
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts.base import SessionEnd, SessionUsage, TrialContext
-from ..project import (
-    CommandCheck,
-    Plan,
-    PlannedTrial,
-    Scenario,
-    Suite,
-    load_suite,
-    resolve_budget,
-)
+from ..project import CommandCheck, Plan, PlannedTrial, Scenario, Suite, load_suite, resolve_budget
 from ..report import (
     CheckResult,
     Meta,
