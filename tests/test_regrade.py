@@ -610,6 +610,28 @@ def test_a_scenario_gone_from_the_project_is_named(tmp_path: Path) -> None:
     assert list(json.loads(result.stdout)["scenarios"]) == ["keep"]
 
 
+def test_a_run_with_arms_is_refused(tmp_path: Path) -> None:
+    """Each arm installs its own harness, which a rebuild does not: exit 2, nothing published."""
+    prompt = actions({"write": "a.txt", "content": "1"})
+    project = make_project(
+        tmp_path / "p",
+        scenarios=[_doc("armed", prompt, [{"type": "file-exists", "path": "a.txt"}])],
+        eval_extra={
+            "variants": [{"name": "bare", "harness": "none", "control": True}, {"name": "full"}],
+            "gateway": "off",
+        },
+    )
+    report = anyio.run(lambda: run_eval(project, host=StandinHost(), trials=1, html=False))
+    assert [a.name for a in report.meta.variants or []] == ["bare", "full"]
+    run_dir = project / ".atlante" / "eval" / report.run_id
+    _rewrite(project, "armed", checks=[{"type": "file-exists", "path": "b.txt"}])
+    result, new_dir = _regrade(project, run_dir)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert new_dir is None
+    assert "regrade-arms-run" in result.stderr
+    assert "bare, full" in result.stderr
+
+
 def test_an_edited_manifest_makes_its_trial_unavailable(tmp_path: Path) -> None:
     """A manifest changed after the run is not trusted: that trial is not regraded."""
     prompt = actions({"write": "m.txt", "content": "1"})

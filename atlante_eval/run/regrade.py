@@ -54,6 +54,7 @@ from .lifecycle import ActiveRun, run_lifecycle
 from .options import DEFAULT_JOBS
 from .regrade_basis import (
     Loaded,
+    arms_refusal,
     check_tasks,
     load_states,
     no_state_error,
@@ -224,6 +225,8 @@ async def regrade_run(
     original = load_report(original_path)
     if original.meta.host == SELFTEST_HOST:
         raise selftest_refusal(original, original_path)
+    if original.meta.variants:
+        raise arms_refusal(original, original_path)
     suite = load_suite(project, scenario_filter=list(scenarios))
     selected = select_scenarios(original, suite, original_path, filtered=bool(scenarios))
     source = RunFiles.open_existing(original_path.parent)

@@ -28,6 +28,7 @@ from ..trial.finalstate import task_basis
 __all__ = [
     "Loaded",
     "OutputKeeper",
+    "arms_refusal",
     "check_tasks",
     "load_states",
     "no_state_error",
@@ -118,6 +119,24 @@ def selftest_refusal(original: RunReport, where: Path) -> DiagnosticError:
                 "follow the checks, so it is not regraded",
                 source=display_path(where),
                 next="run `atlante-eval selftest` again: it needs no model",
+            )
+        ]
+    )
+
+
+def arms_refusal(original: RunReport, where: Path) -> DiagnosticError:
+    """``regrade-arms-run``: each arm installs its own harness, which a rebuild does not yet."""
+    names = ", ".join(arm.name for arm in original.meta.variants or [])
+    return DiagnosticError(
+        [
+            error(
+                "regrade-arms-run",
+                f"run {original.run_id} ran arms ({names}): each arm's trials were built "
+                "with that arm's harness, and regrade rebuilds trials with the project's "
+                "one harness only",
+                source=display_path(where),
+                next="run the arms again (`atlante-eval run`), or regrade a run without "
+                "eval.variants (`--variants none`)",
             )
         ]
     )
