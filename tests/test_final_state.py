@@ -30,6 +30,7 @@ from atlante_eval.report.blobstore import BlobError, BlobStore
 from atlante_eval.report.final_state import FinalState, ManifestError, StateEntry
 from atlante_eval.report.state_files import read_final_state, state_blobs
 from atlante_eval.trial import rebuild, trial_dirs
+from atlante_eval.trial.kept import defuse_repositories
 from atlante_eval.trial.rebuild import RebuildError, apply_entries, rebuilt_sandbox
 
 BINARY = bytes(range(256)) * 8 + b"\0\xff\xfe"
@@ -147,6 +148,9 @@ def _rebuilt(project: Path, run_dir: Path, state: FinalState, into: Path) -> dic
                 git_log = (
                     await anyio.run_process(["git", "log", "--format=%s"], cwd=sandbox.root)
                 ).stdout.decode()
+                # A kept sandbox is defused before it is handed over (trial/kept.py: neutral
+                # git config, empty hooks); the rebuild is compared defused alike.
+                defuse_repositories(sandbox.root)
                 return {"tree": tree(sandbox.root), "log": git_log}
 
     return anyio.run(build)
