@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,7 +54,11 @@ SKILL_CHECKS: list[dict[str, Any]] = [
 def console(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed ``atlante-eval`` console script (no colour); never a traceback."""
+    """Run the installed ``atlante-eval`` console script (no colour); never a traceback.
+
+    A traceback of the engine starts a line; a check's own output (a test program's
+    traceback) is printed indented under its check, so it does not count.
+    """
     result = subprocess.run(
         [str(CONSOLE), *args],
         capture_output=True,
@@ -64,7 +69,8 @@ def console(
         timeout=300,
         check=False,
     )
-    assert "Traceback" not in result.stdout + result.stderr, result.stderr
+    engine_traceback = re.compile(r"^Traceback \(most recent call last\)", re.MULTILINE)
+    assert not engine_traceback.search(result.stdout + result.stderr), result.stderr
     return result
 
 
