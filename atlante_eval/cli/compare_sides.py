@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..report import RunReport
     from ..report.compare import CompareResult
 
-__all__ = ["CompareSides", "compare_sides", "with_gate"]
+__all__ = ["CompareSides", "arm_sides", "compare_sides", "with_gate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,30 @@ def compare_sides(base: Path, head: RunReport, history: str | None) -> CompareSi
         return CompareSides(report, label, location)
     file = report_path(base)
     return CompareSides(load_report(file), display_path(file), location, file.parent)
+
+
+def arm_sides(
+    base: Path, head: Path | None, arms: str, history: str | None
+) -> tuple[CompareSides, RunReport, Path, str]:
+    """``compare BASE [HEAD] --arms A,B``: BASE's arm A, and HEAD's (default BASE's) arm B.
+
+    Returns the sides (BASE's arm), HEAD's arm as a report, HEAD's report file and
+    HEAD's label (``<report>@B``).
+    """
+    from .._util.paths import display_path
+    from ..report import arm_of, arm_pair, load_report, report_path
+
+    first, second = arm_pair(arms)
+    base_file = report_path(base)
+    head_file = base_file if head is None else report_path(head)
+    base_report = load_report(base_file)
+    head_report = base_report if head is None else load_report(head_file)
+    base_arm = arm_of(base_report, first, option="--arms")
+    head_arm = arm_of(head_report, second, option="--arms")
+    sides = CompareSides(
+        base_arm, f"{display_path(base_file)}@{first}", _location(history), base_file.parent
+    )
+    return sides, head_arm, head_file, f"{display_path(head_file)}@{second}"
 
 
 def _location(history: str | None) -> HistoryLocation | None:

@@ -30,7 +30,12 @@ BaseArg = Annotated[
     Path, typer.Argument(metavar="BASE", help=f"The baseline: {_REPORT_HELP}.", show_default=False)
 ]
 HeadArg = Annotated[
-    Path, typer.Argument(metavar="HEAD", help=f"The revision under test: {_REPORT_HELP}.")
+    Path | None,
+    typer.Argument(
+        metavar="HEAD",
+        help=f"The revision under test: {_REPORT_HELP} (with --arms: default BASE).",
+        show_default=False,
+    ),
 ]
 ReportArg = Annotated[
     Path, typer.Argument(metavar="REPORT", help=f"The report: {_REPORT_HELP}.", show_default=False)
@@ -40,7 +45,17 @@ ReportArg = Annotated[
 @app.command()
 def compare(
     base: BaseArg,
-    head: HeadArg,
+    head: HeadArg = None,
+    arms: Annotated[
+        str | None,
+        typer.Option(
+            "--arms",
+            metavar="A,B",
+            help="Compare arm A with arm B (eval.variants): of one run (compare RUN --arms "
+            "A,B), or BASE's arm A with HEAD's arm B.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the comparison as JSON (see docs/cli.md).")
     ] = False,
@@ -121,7 +136,8 @@ def compare(
     Fisher exact p-value adjusted across scenarios, and a verdict (improved,
     regressed, unchanged, inconclusive). BASE may be 'blessed' or 'blessed:NAME',
     the baseline blessed in the history for HEAD's host and model; --fail-on
-    ignores quarantined scenarios. Exit status: 0, or 1 when --fail-on trips;
+    ignores quarantined scenarios. With --arms A,B, RUN's arm A is the baseline and
+    its arm B the revision under test (docs/variants.md). Exit status: 0, or 1 when --fail-on trips;
     2 when a report cannot be read or an option is invalid; 3 when the Markdown
     summary cannot be written.
     """
@@ -139,6 +155,7 @@ def compare(
             adjust=adjust,
             history=history,
             gate_stable_nights=gate_stable_nights,
+            arms=arms,
         )
 
     raise typer.Exit(guarded(action))
@@ -146,7 +163,7 @@ def compare(
 
 def compare_command(
     base: Path,
-    head: Path,
+    head: Path | None,
     *,
     as_json: bool,
     markdown: Path | None,
@@ -157,11 +174,13 @@ def compare_command(
     adjust: Adjust,
     history: str | None = None,
     gate_stable_nights: str | None = None,
+    arms: str | None = None,
 ) -> int:
     """Compare two reports, write and print the comparison; return the exit status.
 
     BASE may be ``blessed[:NAME]``, read from the history store; ``--fail-on``
     leaves quarantined (and, with ``--gate-stable-nights``, unstable) scenarios out.
+    With ``arms`` (``A,B``), BASE's arm A is compared with HEAD's (default BASE's) arm B.
     """
     from .._util.paths import display_path
     from ..deltas import explain_comparison
@@ -169,7 +188,7 @@ def compare_command(
     from ..report import check_output_paths, load_report, report_path
     from ..report.compare import compare_reports
     from ..views.formats import COMPARE_WRITERS, PublishedComparison
-    from .compare_sides import compare_sides
+    from .compare_sides import arm_sides, compare_sides
 
     check_output_paths({"--markdown": markdown, "--html": html})
     alpha_value = _fraction("--alpha", alpha, DEFAULT_ALPHA, allow_one=False)
@@ -179,14 +198,30 @@ def compare_command(
             [error("invalid-option", "--json and --markdown - both want standard output")]
         )
     nights = positive_int("--gate-stable-nights", gate_stable_nights)
-    head_file = report_path(head)
-    head_report = load_report(head_file)
-    sides = compare_sides(base, head_report, history)
+    if arms is not None:
+        sides, head_report, head_file, head_label = arm_sides(base, head, arms, history)
+    elif head is None:
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    "compare needs BASE and HEAD (or RUN --arms A,B)",
+                    expected="atlante-eval compare BASE HEAD, or atlante-eval compare RUN "
+                    "--arms A,B",
+                    next="name the revision under test, or two arms of a run with --arms",
+                )
+            ]
+        )
+    else:
+        head_file = report_path(head)
+        head_report = load_report(head_file)
+        head_label = display_path(head_file)
+        sides = compare_sides(base, head_report, history)
     result = compare_reports(
         sides.base,
         head_report,
         base_path=sides.base_path,
-        head_path=display_path(head_file),
+        head_path=head_label,
         alpha=alpha_value,
         margin=margin_value,
         adjust=adjust,

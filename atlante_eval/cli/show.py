@@ -39,8 +39,9 @@ def show(
     target: Annotated[
         str | None,
         typer.Argument(
-            metavar="SCENARIO[:I]",
-            help="Show this scenario's trials, or with :I its trial I in full.",
+            metavar="SCENARIO[@ARM][:I]",
+            help="Show this scenario's trials, or with :I its trial I in full; with @ARM, "
+            "those of that arm (eval.variants; default the control).",
             show_default=False,
         ),
     ] = None,
@@ -88,8 +89,15 @@ def show(
     """
 
     def action() -> int:
-        from ..report import load_report
-        from ..views.show import resolve, run_view, scenario_view, select, trial_view
+        from ..report import arm_names, load_report, trial_key
+        from ..views.show import (
+            resolve,
+            run_view,
+            scenario_view,
+            select,
+            select_arm,
+            trial_view,
+        )
         from ..views.show_render import make_console, render_run, render_scenario, render_trial
 
         if diff or diff_target is not None:
@@ -106,12 +114,14 @@ def show(
             overview = run_view(report, path)
             _emit(overview) if as_json else render_run(overview, console)
             return 0
-        name, index = select(report, chosen)
+        arm_report, chosen, arm = select_arm(report, chosen)
+        name, index = select(arm_report, chosen)
         if index is None:
-            listing = scenario_view(report, name)
+            listing = scenario_view(arm_report, name, arm=arm, arms=arm_names(report))
             _emit(listing) if as_json else render_scenario(listing, console)
             return 0
-        trial = trial_view(report, path, name, index)
+        key = trial_key(report, name, arm)
+        trial = trial_view(arm_report, path, name, index, key=key)
         _emit(trial) if as_json else render_trial(trial, console)
         return 0
 

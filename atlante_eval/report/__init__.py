@@ -19,7 +19,7 @@ path) compares every arm with the control.
 from __future__ import annotations
 
 from .arm_models import ArmInfo, ArmTotals, UpliftRecord
-from .arms import arm_names, arm_scenarios, arm_view, control_arm
+from .arms import arm_names, arm_of, arm_pair, arm_scenarios, arm_view, control_arm, trial_key
 from .consistency import check_consistent
 from .events import (
     DiagnosticNotice,
@@ -143,6 +143,8 @@ __all__ = [
     "UsageSource",
     "Verdict",
     "arm_names",
+    "arm_of",
+    "arm_pair",
     "arm_scenarios",
     "arm_view",
     "atomic_write",
@@ -162,5 +164,6 @@ __all__ = [
     "statistics_of",
     "summarize",
     "tampering_warning",
+    "trial_key",
     "utc_timestamp",
 ]

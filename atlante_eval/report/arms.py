@@ -9,11 +9,21 @@ section and the views read an arm.
 
 from __future__ import annotations
 
+from ..diagnostics import DiagnosticError, error
 from .arm_models import ArmInfo, ArmTotals
 from .models import RunReport, ScenarioResult
 from .results import statistics_of
 
-__all__ = ["arm_names", "arm_scenarios", "arm_totals", "arm_view", "control_arm"]
+__all__ = [
+    "arm_names",
+    "arm_of",
+    "arm_pair",
+    "arm_scenarios",
+    "arm_totals",
+    "arm_view",
+    "control_arm",
+    "trial_key",
+]
 
 
 def arm_names(report: RunReport) -> list[str]:
@@ -101,3 +111,62 @@ def arm_totals(report: RunReport) -> dict[str, ArmTotals]:
             cost_per_pass=cost / passed if passed else None,
         )
     return totals
+
+
+def arm_of(report: RunReport, arm: str, *, option: str) -> RunReport:
+    """:func:`arm_view` of a user-named arm, refused with a diagnostic when it has none.
+
+    Args:
+        report: The report the user named.
+        arm: The arm the user named.
+        option: The option or argument that named it, for the message.
+
+    Raises:
+        DiagnosticError: ``unknown-variant`` (exit 2) listing the report's arms.
+    """
+    names = arm_names(report)
+    if arm not in names:
+        listed = ", ".join(names) if names else "none (the run has no eval.variants arms)"
+        raise DiagnosticError(
+            [
+                error(
+                    "unknown-variant",
+                    f"{option}: run {report.run_id} has no arm {arm!r}",
+                    expected=f"one of: {listed}",
+                    next="name an arm listed in the report's meta.variants "
+                    "(`atlante-eval show RUN` prints them)",
+                )
+            ]
+        )
+    return arm_view(report, arm)
+
+
+def arm_pair(spec: str) -> tuple[str, str]:
+    """Split ``--arms A,B`` into its two arm names.
+
+    Raises:
+        DiagnosticError: ``invalid-option`` (exit 2) unless it names two arms.
+    """
+    parts = [part.strip() for part in spec.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    f"--arms {spec}: expected two arm names separated by a comma",
+                    expected="--arms CONTROL,ARM, e.g. --arms bare,project",
+                    next="name the base arm, then the arm to compare with it",
+                )
+            ]
+        )
+    return parts[0], parts[1]
+
+
+def trial_key(report: RunReport, scenario: str, arm: str | None) -> str:
+    """Where an arm's trials of ``scenario`` are in the run directory: ``trials/<key>/<i>``.
+
+    The control's (and a run without arms') key is the scenario's name, every other
+    arm's ``<scenario>@<arm>`` (``ArmInfo.scenarioKey``).
+    """
+    info = None if arm is None else _info(report, arm)
+    return scenario + (info.scenario_key or "" if info is not None else "")

@@ -5,8 +5,11 @@ maps to JUnit's outcomes: ``pass`` passes; ``fail``, ``timeout`` and
 ``budget-exceeded`` are ``<failure>`` (with that ``type``); ``infra-error`` is an
 ``<error>``; ``skipped-budget`` is ``<skipped>``. Suites carry the scenario's
 statistics as ``<properties>``, test cases the trial's tokens, cost, duration and
-verdict. Text is made XML 1.0-safe: characters XML cannot carry are replaced with
-U+FFFD, and long evidence is truncated. See docs/cli.md.
+verdict. A run with arms (``eval.variants``) has every arm's trials in its scenario's
+suite, each named ``trial <i> [<arm>]`` with a ``variant`` property, and the suite's
+properties give each arm's pass rate (``passRate[<arm>]``). Text is made XML 1.0-safe:
+characters XML cannot carry are replaced with U+FFFD, and long evidence is truncated.
+See docs/cli.md.
 """
 
 from __future__ import annotations
@@ -15,7 +18,15 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
-from ..report import CheckResult, RunReport, ScenarioResult, TrialResult, statistics_of
+from ..report import (
+    CheckResult,
+    RunReport,
+    ScenarioResult,
+    TrialResult,
+    arm_names,
+    arm_scenarios,
+    statistics_of,
+)
 
 __all__ = [
     "MAX_BODY_CHARS",
@@ -47,8 +58,10 @@ def junit_xml(report: RunReport) -> bytes:
     root = ET.Element("testsuites", {"name": f"atlante-eval {_clean(report.run_id)}"})
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     total_ms = 0
+    arms = {arm: arm_scenarios(report, arm) for arm in arm_names(report)}
     for name, result in report.scenarios.items():
-        suite, counts, suite_ms = _suite(report, name, result)
+        each = {arm: scenarios[name] for arm, scenarios in arms.items() if name in scenarios}
+        suite, counts, suite_ms = _suite(report, name, result, each)
         root.append(suite)
         for key in totals:
             totals[key] += counts[key]
@@ -62,16 +75,17 @@ def junit_xml(report: RunReport) -> bytes:
 
 
 def _suite(
-    report: RunReport, name: str, result: ScenarioResult
+    report: RunReport, name: str, result: ScenarioResult, arms: dict[str, ScenarioResult]
 ) -> tuple[ET.Element, dict[str, int], int]:
-    verdicts = [t.verdict for t in result.trials]
+    trials = [t for r in arms.values() for t in r.trials] if arms else result.trials
+    verdicts = [t.verdict for t in trials]
     counts = {
         "tests": len(verdicts),
         "failures": sum(1 for v in verdicts if v in _FAILURE_VERDICTS),
         "errors": verdicts.count("infra-error"),
         "skipped": verdicts.count("skipped-budget"),
     }
-    duration_ms = sum(t.duration_ms for t in result.trials)
+    duration_ms = sum(t.duration_ms for t in trials)
     suite = ET.Element(
         "testsuite",
         {
@@ -82,8 +96,11 @@ def _suite(
     )
     if report.meta.started_at:
         suite.set("timestamp", _clean(report.meta.started_at.removesuffix("Z")[:19]))
-    _properties(suite, _suite_properties(report, result))
-    for trial in result.trials:
+    properties = _suite_properties(report, result)
+    for arm, arm_result in arms.items():
+        properties[f"passRate[{arm}]"] = arm_result.pass_rate
+    _properties(suite, properties)
+    for trial in trials:
         suite.append(_case(name, trial))
     return suite, counts, duration_ms
 
@@ -118,7 +135,8 @@ def _case(scenario: str, trial: TrialResult) -> ET.Element:
         "testcase",
         {
             "classname": _clean(scenario),
-            "name": f"trial {trial.i}",
+            "name": f"trial {trial.i}"
+            + (f" [{_clean(trial.variant)}]" if trial.variant is not None else ""),
             "time": _seconds(trial.duration_ms),
         },
     )
@@ -130,6 +148,7 @@ def _case(scenario: str, trial: TrialResult) -> ET.Element:
             "tokens": trial.tokens,
             "cost": trial.cost,
             "model": trial.model,
+            "variant": trial.variant,
         },
     )
     verdict = trial.verdict

@@ -24,10 +24,12 @@ from ..report import (
     RunReport,
     ScenarioResult,
     TrialResult,
+    arm_of,
     load_report,
     report_base,
     report_path,
 )
+from .arms_render import ArmTable, arm_table
 from .causes import check_failures, no_graded_note, trial_cause, verdict_counts
 from .run_setup import isolation_of, setup_line
 from .trial import TranscriptCaps, TrialView, build_trial_view
@@ -45,6 +47,7 @@ __all__ = [
     "run_view",
     "scenario_view",
     "select",
+    "select_arm",
     "trial_view",
 ]
 
@@ -125,7 +128,9 @@ class RunView(OutputModel):
     verdicts: dict[str, int]
     """Trials per verdict over the run."""
     scenarios: list[ScenarioSummary]
-    """Every scenario, in report order."""
+    """Every scenario, in report order (of a run with arms: the control arm's)."""
+    arms: ArmTable | None = None
+    """A run with arms: every arm's pass rates per scenario, with the uplift verdicts."""
 
 
 class TrialRow(OutputModel):
@@ -154,6 +159,10 @@ class ScenarioView(OutputModel):
     """The scenario at a glance."""
     trials: list[TrialRow]
     """Its trials in index order."""
+    arm: str | None = None
+    """A run with arms: the arm these trials are of (``SCENARIO@ARM``; default the control)."""
+    other_arms: tuple[str, ...] = ()
+    """A run with arms: the other arms, each shown by ``show RUN SCENARIO@ARM``."""
 
 
 def _not_found(message: str, source: str, next_step: str) -> DiagnosticError:
@@ -281,6 +290,7 @@ def _newest_with_scenario(text: str, *, project: Path | None, out: Path | None) 
     """The newest run's report when it has the scenario ``text`` (``SCENARIO[:I]``) names."""
     head, _, tail = text.rpartition(":")
     name = head if head and tail.isascii() and tail.isdigit() else text
+    name = name.partition("@")[0]
     try:
         newest = locate_run(None, project=project, out=out)
         report = load_report(newest)
@@ -328,6 +338,23 @@ def select(report: RunReport, target: str) -> tuple[str, int | None]:
     return name, index
 
 
+def select_arm(report: RunReport, target: str) -> tuple[RunReport, str, str | None]:
+    """Split ``SCENARIO@ARM[:I]``: the arm's view of ``report``, ``SCENARIO[:I]``, the arm.
+
+    Without ``@ARM`` the report is returned as it is (a run with arms: the control's
+    view) with its control arm, if any.
+
+    Raises:
+        DiagnosticError: ``unknown-variant`` (exit 2) for an arm the run does not have.
+    """
+    control = next((a.name for a in report.meta.variants or [] if a.control), None)
+    if "@" not in target or target in report.scenarios:
+        return report, target, control
+    scenario, _, rest = target.partition("@")
+    arm, colon, index = rest.partition(":")
+    return arm_of(report, arm, option=f"show {target}"), scenario + colon + index, arm
+
+
 def _summary(name: str, result: ScenarioResult) -> ScenarioSummary:
     stats = result.stats
     graded = stats is not None and stats.graded > 0
@@ -373,6 +400,7 @@ def run_view(report: RunReport, path: Path) -> RunView:
         config=meta.config.model_dump(by_alias=True),
         verdicts=verdicts,
         scenarios=[_summary(name, result) for name, result in report.scenarios.items()],
+        arms=arm_table(report),
     )
 
 
@@ -387,13 +415,17 @@ def _row(trial: TrialResult, report: RunReport) -> TrialRow:
     )
 
 
-def scenario_view(report: RunReport, name: str) -> ScenarioView:
-    """The trials of scenario ``name`` in ``report``."""
+def scenario_view(
+    report: RunReport, name: str, *, arm: str | None = None, arms: list[str] | None = None
+) -> ScenarioView:
+    """The trials of scenario ``name`` in ``report`` (an arm's view: ``arm``, of ``arms``)."""
     result = report.scenarios[name]
     return ScenarioView(
         run_id=report.run_id,
         summary=_summary(name, result),
         trials=[_row(t, report) for t in result.trials],
+        arm=arm,
+        other_arms=tuple(a for a in arms or [] if a != arm),
     )
 
 
@@ -405,10 +437,14 @@ def _open_run_dir(path: Path) -> RunFiles | None:
         return None
 
 
-def trial_view(report: RunReport, path: Path, name: str, index: int) -> TrialView:
+def trial_view(
+    report: RunReport, path: Path, name: str, index: int, *, key: str | None = None
+) -> TrialView:
     """Trial ``index`` of scenario ``name`` in ``report`` (published at ``path``), in full.
 
-    Its transcript is read from the run directory beside the report, when one was recorded.
+    Its transcript is read from the run directory beside the report, when one was
+    recorded, under ``trials/<key>/<index>`` (``key``: the scenario's name, or an
+    arm's :func:`~atlante_eval.report.trial_key`); the view names the trial by ``key``.
     """
     trial = next(t for t in report.scenarios[name].trials if t.i == index)
     files = _open_run_dir(path.parent)
@@ -416,7 +452,7 @@ def trial_view(report: RunReport, path: Path, name: str, index: int) -> TrialVie
         return build_trial_view(
             trial,
             run_id=report.run_id,
-            scenario=name,
+            scenario=key or name,
             config=report.meta.config,
             files=files,
             caps=SHOW_CAPS,

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from .._util.terminal import printable, shorten
 from ..transcript.model_calls import ModelCall
+from .arms_render import arm_table_text
 from .causes import describe_failure
 from .diff_parts import split_diff
 from .output import output_excerpt
@@ -133,11 +134,18 @@ def render_run(view: RunView, console: Console) -> None:
     if view.interrupted:
         line.append(" · interrupted (partial report)", style="yellow")
     console.print(line)
+    if view.arms is not None:
+        console.print(Text(f"control arm {printable(view.arms.control)}: the scenarios below"))
     for summary in view.scenarios:
         console.print()
         console.print(_summary_line(summary))
         for failing in _failing_lines(summary):
             console.print(failing)
+    if view.arms is not None:
+        console.print()
+        for text in arm_table_text(view.arms):
+            console.print(Text(text))
+        console.print(Text("each arm's trials: show RUN SCENARIO@ARM[:I]", style="dim"))
 
 
 def _trial_detail(duration_ms: int, tokens: int | None, cost: float | None) -> str:
@@ -151,9 +159,11 @@ def _trial_detail(duration_ms: int, tokens: int | None, cost: float | None) -> s
 
 def render_scenario(view: ScenarioView, console: Console) -> None:
     """Print a scenario's summary and one line per trial with its cause."""
+    arm = f" · arm {printable(view.arm)}" if view.arm is not None else ""
     console.print(
         Text(
-            f"scenario {printable(view.summary.name)} · run {printable(view.run_id)}", style="bold"
+            f"scenario {printable(view.summary.name)}{arm} · run {printable(view.run_id)}",
+            style="bold",
         )
     )
     console.print(_summary_line(view.summary))
@@ -167,6 +177,15 @@ def render_scenario(view: ScenarioView, console: Console) -> None:
         if trial.cause:
             line.append(f"{CAUSE_SEPARATOR}{trial.cause}")
         console.print(line)
+    if view.other_arms:
+        name = printable(view.summary.name)
+        console.print()
+        console.print(
+            Text(
+                "other arms: " + ", ".join(f"show {name}@{printable(a)}" for a in view.other_arms),
+                style="dim",
+            )
+        )
 
 
 def _tail_lines(key: str, value: str, check: CheckView) -> list[Text]:
