@@ -14,10 +14,19 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from ...report import RunFiles, RunReport, ScenarioResult, statistics_of
+from ...report import (
+    RunFiles,
+    RunReport,
+    ScenarioResult,
+    arm_names,
+    arm_scenarios,
+    statistics_of,
+    trial_key,
+)
 from ..causes import check_failures, describe_failure, no_graded_note, verdict_counts
 from ..run_setup import setup_facts
 from ..trial import build_trial_view
+from .arms_page import ArmsSection, arms_section, row_anchor
 from .svg import interval_bar, strip_plot
 from .trial import PAGE_CAPS, TrialPanel, allowances, trial_panel
 
@@ -79,6 +88,7 @@ class RunPage:
     total_trials: int
     scenarios: list[ScenarioRow]
     max_trials: int
+    arms: ArmsSection | None = None
 
 
 def anchor_of(position: int, name: str) -> str:
@@ -94,10 +104,39 @@ def _pass_at_k(result: ScenarioResult) -> list[tuple[str, float, float]]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One row to draw: a scenario, or one arm's trials of it (``name@arm``)."""
+
+    name: str
+    result: ScenarioResult
+    anchor: str
+    key: str
+    label: str
+
+
+def _entries(report: RunReport) -> list[_Entry]:
+    """Every scenario (of a run with arms: every arm's, next to each other)."""
+    anchors = {name: anchor_of(p, name) for p, name in enumerate(report.scenarios)}
+    arms = {arm: arm_scenarios(report, arm) for arm in arm_names(report)}
+    if not arms:
+        return [_Entry(n, r, anchors[n], n, n) for n, r in report.scenarios.items()]
+    return [
+        _Entry(
+            name,
+            each[name],
+            row_anchor(anchors[name], arm),
+            trial_key(report, name, arm),
+            f"{name}@{arm}",
+        )
+        for name in report.scenarios
+        for arm, each in arms.items()
+        if name in each
+    ]
+
+
 def _scenario(
-    position: int,
-    name: str,
-    result: ScenarioResult,
+    entry: _Entry,
     report: RunReport,
     *,
     files: RunFiles | None,
@@ -106,15 +145,15 @@ def _scenario(
     most_tokens: float,
     shares: dict[tuple[str, int], int],
 ) -> ScenarioRow:
+    result, anchor, key = entry.result, entry.anchor, entry.key
     stats = statistics_of(result)
-    anchor = anchor_of(position, name)
     graded = stats.graded > 0
     trials = sorted(result.trials, key=lambda t: t.i)
     executed = [t for t in trials if t.verdict != "skipped-budget"]
     tokens = [float(t.tokens) for t in trials if t.tokens is not None]
     activity = result.activity
     return ScenarioRow(
-        name=name,
+        name=entry.label,
         anchor=anchor,
         description=result.description,
         trials=len(trials),
@@ -150,7 +189,7 @@ def _scenario(
                 build_trial_view(
                     t,
                     run_id=report.run_id,
-                    scenario=name,
+                    scenario=key,
                     config=report.meta.config,
                     files=files,
                     caps=PAGE_CAPS,
@@ -159,7 +198,7 @@ def _scenario(
                 f"{anchor}-t{t.i}",
                 run_dir=files.path if files is not None else None,
                 links_from=links_from,
-                allowance=shares[(name, t.i)],
+                allowance=shares[(key, t.i)],
             )
             for t in trials
         ],
@@ -200,15 +239,19 @@ def _facts(report: RunReport) -> list[tuple[str, str]]:
 
 
 def run_page(report: RunReport, *, run_dir: Path | None, links_from: Path | None) -> RunPage:
-    """The page of ``report``; transcripts are read from ``run_dir`` when given."""
-    trials = report.all_trials()
+    """The page of ``report``; transcripts are read from ``run_dir`` when given.
+
+    A run with arms shows every arm's trials (rows ``<scenario>@<arm>``) and the arms section.
+    """
+    entries = _entries(report)
+    trials = [t for e in entries for t in e.result.trials]
     longest = float(max((t.duration_ms for t in trials), default=0))
     most = float(max((t.tokens or 0 for t in trials), default=0))
     verdicts: dict[str, int] = {}
     for trial in trials:
         verdicts[trial.verdict] = verdicts.get(trial.verdict, 0) + 1
     # Failing trials get three times a passing trial's share of the page.
-    keys = [(name, t.i, t.verdict) for name, r in report.scenarios.items() for t in r.trials]
+    keys = [(e.key, t.i, t.verdict) for e in entries for t in e.result.trials]
     weights = [1 if verdict == "pass" else 3 for _, _, verdict in keys]
     shares = {(n, i): a for (n, i, _), a in zip(keys, allowances(weights), strict=True)}
     files: RunFiles | None = None
@@ -216,7 +259,7 @@ def run_page(report: RunReport, *, run_dir: Path | None, links_from: Path | None
         with contextlib.suppress(OSError):
             files = RunFiles.open_existing(run_dir)
     try:
-        rows = _rows(report, files, links_from, longest, most, shares)
+        rows = _rows(entries, report, files, links_from, longest, most, shares)
     finally:
         if files is not None:
             files.close()
@@ -227,11 +270,15 @@ def run_page(report: RunReport, *, run_dir: Path | None, links_from: Path | None
         verdicts=verdicts,
         total_trials=len(trials),
         scenarios=rows,
-        max_trials=max((len(r.trials) for r in report.scenarios.values()), default=0),
+        max_trials=max((len(e.result.trials) for e in entries), default=0),
+        arms=arms_section(
+            report, {name: anchor_of(p, name) for p, name in enumerate(report.scenarios)}
+        ),
     )
 
 
 def _rows(
+    entries: list[_Entry],
     report: RunReport,
     files: RunFiles | None,
     links_from: Path | None,
@@ -241,9 +288,7 @@ def _rows(
 ) -> list[ScenarioRow]:
     return [
         _scenario(
-            position,
-            name,
-            result,
+            entry,
             report,
             files=files,
             links_from=links_from,
@@ -251,5 +296,5 @@ def _rows(
             most_tokens=most,
             shares=shares,
         )
-        for position, (name, result) in enumerate(report.scenarios.items())
+        for entry in entries
     ]

@@ -79,8 +79,17 @@ class ForestRow:
     css: str = ""
 
 
-def forest_plot(rows: Sequence[ForestRow], *, width: int = 560, label_width: int = 180) -> Markup:
-    """Differences with intervals on a -100..+100 point axis, one row each, zero marked."""
+def forest_plot(
+    rows: Sequence[ForestRow],
+    *,
+    width: int = 560,
+    label_width: int = 180,
+    subject: str = "HEAD - BASE",
+) -> Markup:
+    """Differences with intervals on a -100..+100 point axis, one row each, zero marked.
+
+    ``subject`` names the difference in the chart's title (``HEAD - BASE``, ``arm - control``).
+    """
     row_height, top = 22, 18
     height = top + row_height * max(len(rows), 1) + 6
     left, right = label_width, width - 24
@@ -111,7 +120,7 @@ def forest_plot(rows: Sequence[ForestRow], *, width: int = 560, label_width: int
         for r in rows
     )
     return _svg(
-        width, height, f"difference HEAD - BASE: {summary or 'none'}", "".join(parts), "forest"
+        width, height, f"difference {subject}: {summary or 'none'}", "".join(parts), "forest"
     )
 
 
