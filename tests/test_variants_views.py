@@ -154,3 +154,33 @@ def test_junit_names_the_arm_of_each_testcase(
     assert properties["passRate[project]"] == "1.0"
     assert properties["passRate[bare]"] == "0.0"
     assert len(arm_scenarios(report, "project")) == 2
+
+
+def test_history_follows_each_arm(arms_run: tuple[Path, RunReport], tmp_path: Path) -> None:
+    """history ingest stores each arm as its own run with its `arm`; html --history (a
+    directory or the store) gives each arm of a scenario its own row across runs."""
+    run_dir, _ = arms_run
+    root = run_dir.parent.parent.parent
+    second = anyio.run(lambda: run_eval(root, host=StandinHost()))
+    store = tmp_path / "h.sqlite"
+    done = console(["history", "ingest", str(run_dir.parent), "--history", str(store), "--json"])
+    assert done.returncode == 0, done.stderr.decode()
+    assert [r["trials"] for r in json.loads(_text(done))] == [24, 24]
+    listed = console(["history", "list", "--history", str(store), "--arm", "project", "--json"])
+    runs = json.loads(_text(listed))
+    assert {r["runId"] for r in runs} == {f"{run_dir.name}@project", f"{second.run_id}@project"}
+    assert {(r["arm"], r["passed"], r["trials"]) for r in runs} == {("project", 12, 12)}
+    bare = json.loads(
+        _text(console(["history", "list", "--history", str(store), "--arm", "bare", "--json"]))
+    )
+    assert {r["runId"] for r in bare} == {run_dir.name, second.run_id}
+    assert {(r["passed"], r["trials"]) for r in bare} == {(6, 12)}
+    again = console(["history", "ingest", str(run_dir), "--history", str(store), "--json"])
+    assert json.loads(_text(again))[0]["status"] == "unchanged"
+    for source, page in ((str(run_dir.parent), "dir.html"), (str(store), "store.html")):
+        made = console(["html", "--history", source, "-o", str(tmp_path / page)])
+        assert made.returncode == 0, made.stderr.decode()
+        text = (tmp_path / page).read_text(encoding="utf-8")
+        for row in ("needs-agent@bare", "needs-agent@project", "plain@bare", "plain@project"):
+            assert f'data-scenario="{row}"' in text, (page, row)
+        assert 'data-scenario="needs-agent"' not in text

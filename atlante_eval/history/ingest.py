@@ -14,6 +14,12 @@ again are the same run whatever the report around them. Recording a report:
 Concurrent writers are safe: SQLite serialises them (``BEGIN IMMEDIATE``);
 on PostgreSQL the overlapped runs are locked ``FOR UPDATE`` and a writer that
 loses a race on the unique keys (or a deadlock) retries from the start.
+
+A run with arms (``eval.variants``) is recorded as one stored run per arm, in
+one transaction: the control arm's under the report's run id, every other arm's
+under ``<runId>@<arm>`` (:func:`arm_run_id`), each with its ``arm`` column (the
+run's and its scenarios') set, so each arm has its own history, baselines and
+gate, as runs of one harness on one model do.
 """
 
 from __future__ import annotations
@@ -27,13 +33,22 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from ..report import RunReport, ScenarioResult, TrialResult, statistics_of, utc_timestamp
+from ..report import (
+    RunReport,
+    ScenarioResult,
+    TrialResult,
+    arm_names,
+    arm_view,
+    statistics_of,
+    utc_timestamp,
+)
 from .database import Database
 from .schema import baselines, runs, scenarios, trials
 
-__all__ = ["IngestResult", "ingest_report", "trial_key"]
+__all__ = ["IngestResult", "arm_run_id", "ingest_report", "trial_key"]
 
 _RETRIES = 5
+_RUN_ID_CHARS = 64  # runs.run_id's width
 _CHUNK = 500
 _RETRYABLE_STATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock
 
@@ -71,7 +86,7 @@ def ingest_report(
     for attempt in range(_RETRIES):
         try:
             with database.write("ingest") as connection:
-                return _ingest(connection, report, report_path, run_dir)
+                return _ingest_arms(connection, report, report_path, run_dir)
         except DBAPIError as exc:
             retry = isinstance(exc, IntegrityError) or _state(exc) in _RETRYABLE_STATES
             if not retry or attempt == _RETRIES - 1:
@@ -79,12 +94,51 @@ def ingest_report(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def arm_run_id(run_id: str, arm: str) -> str:
+    """The stored run id of a non-control arm: ``<runId>@<arm>`` (hashed when too long)."""
+    text = f"{run_id}@{arm}"
+    if len(text) <= _RUN_ID_CHARS:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"{text[: _RUN_ID_CHARS - 9]}~{digest}"
+
+
+def _ingest_arms(
+    connection: Connection, report: RunReport, report_path: str | None, run_dir: str | None
+) -> IngestResult:
+    """Record ``report``, each of its arms as its own stored run (one run without arms)."""
+    names = arm_names(report)
+    if not names:
+        return _ingest(connection, report, report_path, run_dir)
+    done = []
+    for arm in names:
+        view = arm_view(report, arm)
+        if arm != names[0]:
+            view = view.model_copy(update={"run_id": arm_run_id(report.run_id, arm)})
+        done.append(_ingest(connection, view, report_path, run_dir, arm=arm))
+    statuses = {r.status for r in done}
+    status: Literal["recorded", "unchanged", "replaced"] = (
+        "replaced"
+        if "replaced" in statuses
+        else "recorded"
+        if "recorded" in statuses
+        else "unchanged"
+    )
+    absorbed = sorted({a for r in done for a in r.absorbed})
+    return IngestResult(report.run_id, status, sum(r.trials for r in done), absorbed)
+
+
 def _state(exc: DBAPIError) -> str | None:
     return getattr(exc.orig, "sqlstate", None)
 
 
 def _ingest(
-    connection: Connection, report: RunReport, report_path: str | None, run_dir: str | None
+    connection: Connection,
+    report: RunReport,
+    report_path: str | None,
+    run_dir: str | None,
+    *,
+    arm: str | None = None,
 ) -> IngestResult:
     keys = {
         key
@@ -108,7 +162,7 @@ def _ingest(
             update(runs).where(runs.c.run_id == report.run_id).values(run_id=f"{report.run_id}~")
         )
         absorbed.remove(report.run_id)
-    run_pk = _insert_run(connection, report, report_path, run_dir, absorbed)
+    run_pk = _insert_run(connection, report, report_path, run_dir, absorbed, arm)
     if overlapping:
         # The superseded runs' blessings move to the new run; then they go, trials and all,
         # before the new trials take their keys.
@@ -117,7 +171,7 @@ def _ingest(
         )
         connection.execute(delete(runs).where(runs.c.id.in_(list(overlapping))))
     for name, result in report.scenarios.items():
-        _insert_scenario(connection, run_pk, name, result)
+        _insert_scenario(connection, run_pk, name, result, arm)
     if overlapping:
         return IngestResult(report.run_id, "replaced", count, sorted(absorbed))
     return IngestResult(report.run_id, "recorded", count)
@@ -170,6 +224,7 @@ def _insert_run(
     report_path: str | None,
     run_dir: str | None,
     absorbed: list[str],
+    arm: str | None,
 ) -> int:
     meta = report.meta
     all_trials = report.all_trials()
@@ -187,7 +242,7 @@ def _insert_run(
         "host_version": meta.host_version,
         "model": meta.model,
         "model_version": meta.model_version,
-        "arm": None,
+        "arm": arm,
         "manifest_digest": meta.manifest_digest,
         "plan_digest": meta.plan_digest,
         "shard": meta.shard,
@@ -216,7 +271,7 @@ def _insert_run(
 
 
 def _insert_scenario(
-    connection: Connection, run_pk: int, name: str, result: ScenarioResult
+    connection: Connection, run_pk: int, name: str, result: ScenarioResult, arm: str | None
 ) -> None:
     stats = statistics_of(result)
     graded = stats.graded > 0
@@ -225,7 +280,7 @@ def _insert_scenario(
         insert(scenarios).values(
             run_pk=run_pk,
             name=name,
-            arm=None,
+            arm=arm,
             fingerprint=result.fingerprint,
             definition=result.definition,
             executed=stats.executed,

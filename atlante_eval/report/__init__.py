@@ -19,7 +19,16 @@ path) compares every arm with the control.
 from __future__ import annotations
 
 from .arm_models import ArmInfo, ArmTotals, UpliftRecord
-from .arms import arm_names, arm_of, arm_pair, arm_scenarios, arm_view, control_arm, trial_key
+from .arms import (
+    arm_names,
+    arm_of,
+    arm_pair,
+    arm_scenarios,
+    arm_view,
+    arms_as_scenarios,
+    control_arm,
+    trial_key,
+)
 from .consistency import check_consistent
 from .events import (
     DiagnosticNotice,
@@ -147,6 +156,7 @@ __all__ = [
     "arm_pair",
     "arm_scenarios",
     "arm_view",
+    "arms_as_scenarios",
     "atomic_write",
     "check_consistent",
     "check_output_paths",

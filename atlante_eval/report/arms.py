@@ -21,6 +21,7 @@ __all__ = [
     "arm_scenarios",
     "arm_totals",
     "arm_view",
+    "arms_as_scenarios",
     "control_arm",
     "trial_key",
 ]
@@ -170,3 +171,23 @@ def trial_key(report: RunReport, scenario: str, arm: str | None) -> str:
     """
     info = None if arm is None else _info(report, arm)
     return scenario + (info.scenario_key or "" if info is not None else "")
+
+
+def arms_as_scenarios(report: RunReport) -> RunReport:
+    """``report`` with every arm's scenarios side by side, as ``<scenario>@<arm>``.
+
+    This is how a history follows each arm: the same arm's scenario lines up
+    across runs. A report without arms is returned as it is.
+    """
+    names = arm_names(report)
+    if not names:
+        return report
+    scenarios = {
+        f"{name}@{arm}": result
+        for arm in names
+        for name, result in arm_scenarios(report, arm).items()
+    }
+    meta = report.meta.model_copy(update={"variants": None, "variant_seed": None})
+    return report.model_copy(
+        update={"meta": meta, "scenarios": scenarios, "uplift": None, "adaptive": None}
+    )

@@ -19,7 +19,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ...diagnostics import Diagnostic, DiagnosticError, warning
-from ...report import REPORT_FILE, RunReport, load_report, statistics_of
+from ...report import REPORT_FILE, RunReport, arms_as_scenarios, load_report, statistics_of
 from ...report.compare import compare_reports
 from .svg import SeriesPoint, series_chart
 
@@ -185,7 +185,12 @@ def _partial(report: RunReport) -> bool:
 
 
 def history_page(directory: Path, reports: list[LoadedReport]) -> HistoryPage:
-    """The history of ``reports`` (oldest first), found under ``directory``."""
+    """The history of ``reports`` (oldest first), found under ``directory``.
+
+    A run with arms shows each arm's scenarios as ``<scenario>@<arm>``, so every arm has
+    its own line across runs.
+    """
+    reports = [LoadedReport(r.path, arms_as_scenarios(r.report)) for r in reports]
     verdicts: list[dict[str, str]] = [{}]
     for before, after in itertools.pairwise(reports):
         compared = compare_reports(before.report, after.report)

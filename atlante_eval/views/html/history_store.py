@@ -4,6 +4,11 @@ Each cell is a scenario's pass rate in one run (graded trials), coloured by
 tenths; each run's column header marks a partial (interrupted or one shard),
 resumed or adaptive run, and the blessed baselines. Under the map, one trend
 chart per scenario: its pass rate per run with the 95% interval.
+
+A run with arms is stored as one run per arm (``<runId>@<arm>`` beside the
+control's ``<runId>``); the page folds them back into one column per run and
+gives each arm of a scenario its own row, ``<scenario>@<arm>``, so the map and
+the trends follow each arm.
 """
 
 from __future__ import annotations
@@ -86,6 +91,28 @@ def _cell(run: HistoryRun, night: ScenarioNight | None) -> StoreCell:
     return StoreCell(night, f"heat-{round(night.pass_rate * 10)}", title)
 
 
+def _fold_arms(
+    runs: list[HistoryRun], matrix: Mapping[str, Mapping[str, ScenarioNight]]
+) -> tuple[list[HistoryRun], Mapping[str, Mapping[str, ScenarioNight]]]:
+    """One column per run, one row per scenario and arm (nothing changes without arms)."""
+    if all(run.arm is None for run in runs):
+        return runs, matrix
+    base = {run.run_id: run.run_id.partition("@")[0] for run in runs}
+    kept: dict[str, HistoryRun] = {}
+    for run in runs:
+        if base[run.run_id] not in kept or "@" not in run.run_id:
+            kept[base[run.run_id]] = run
+    arm_of = {run.run_id: run.arm for run in runs}
+    folded: dict[str, dict[str, ScenarioNight]] = {}
+    for name, nights in matrix.items():
+        for run_id, night in nights.items():
+            arm = arm_of.get(run_id)
+            row = name if arm is None else f"{name}@{arm}"
+            folded.setdefault(row, {})[kept[base[run_id]].run_id] = night
+    ordered = [run for run in runs if kept.get(base[run.run_id]) is run]
+    return ordered, dict(sorted(folded.items()))
+
+
 def store_history_page(
     store: str,
     runs: list[HistoryRun],
@@ -93,6 +120,7 @@ def store_history_page(
     quarantined: Mapping[str, Quarantine],
 ) -> StorePage:
     """The page over ``runs`` (oldest first) and each scenario's nights in them."""
+    runs, matrix = _fold_arms(runs, matrix)
     columns = [StoreColumn(i + 1, run, _marks(run)) for i, run in enumerate(runs)]
     rows = []
     for name, nights in matrix.items():
@@ -105,7 +133,8 @@ def store_history_page(
             )
             for run, cell in zip(runs, cells, strict=True)
         ]
-        rows.append(StoreRow(name, cells, series_chart(points), quarantined.get(name)))
+        quarantine = quarantined.get(name.partition("@")[0])  # a scenario name has no @
+        rows.append(StoreRow(name, cells, series_chart(points), quarantine))
     return StorePage(
         title=f"atlante-eval history of {store}",
         store=store,
