@@ -95,6 +95,8 @@ class TrialStarted:
     """Most attempts the trial may take (1 + ``--retry-infra``)."""
     previous: str | None = None
     """On a retry: why the attempt before ended ``infra-error`` (its error, untrusted)."""
+    variant: str | None = None
+    """A run with arms: the trial's arm (``eval.variants``)."""
 
     @property
     def retry(self) -> bool:
@@ -109,6 +111,8 @@ class TrialFinished:
     scenario: str
     trial: int
     result: TrialResult
+    variant: str | None = None
+    """A run with arms: the trial's arm (``eval.variants``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -373,6 +373,7 @@ class Engine:
                 attempt=len(earlier) + 1,
                 attempts=self.options.retry_infra + 1,
                 previous=earlier[-1].error if earlier else None,
+                variant=planned.variant,
             )
             result = await self._trial(planned, ledger, ticket, settle=not earlier, start=start)
             if result.verdict != "infra-error" or len(earlier) >= self.options.retry_infra:

@@ -52,15 +52,16 @@ class RunProgress:
     done: dict[str, int] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)
     results: dict[int, TrialResult] = field(default_factory=dict)
-    begun: set[tuple[str, int]] = field(default_factory=set)
-    """The trials that started (scenario, index): an unfinished one outside it never ran."""
+    begun: set[tuple[str, str | None, int]] = field(default_factory=set)
+    """The trials that started (scenario, arm, index; the arm names the plan key): an
+    unfinished one outside it never ran."""
 
     def expected(self, name: str) -> int:
         return sum(1 for p in self.positions if self.plan.trials[p].scenario.name == name)
 
     async def emit(self, event: ProgressEvent) -> None:
         if isinstance(event, TrialStarted):
-            self.begun.add((event.scenario, event.trial))
+            self.begun.add((event.scenario, event.variant, event.trial))
             await self._scenario_started(event.scenario)
         await call_sink(self.sink, event)
 
@@ -78,7 +79,8 @@ class RunProgress:
             )
         await self._scenario_started(name)
         self.done[name] = self.done.get(name, 0) + 1
-        await call_sink(self.sink, TrialFinished(name, planned.index, result))
+        finished = TrialFinished(name, planned.index, result, variant=planned.variant)
+        await call_sink(self.sink, finished)
         if self.announce and self.done[name] == self.expected(name):
             await self.scenario_finished(planned.scenario)
 
@@ -123,7 +125,7 @@ def _unfinished(
         recorded_activity(run_files, planned.key, planned.index) if run_files is not None else None
     )
     stopped = "interrupted" if interrupted else "stopped"
-    begun = (name, planned.index) in progress.begun or recorded is not None
+    begun = (name, planned.variant, planned.index) in progress.begun or recorded is not None
     return TrialResult(
         i=planned.index,
         verdict="infra-error",

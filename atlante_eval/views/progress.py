@@ -92,12 +92,22 @@ def trial_line(result: TrialResult, config: MetaConfig | None = None, *, prefix:
 
 
 def _trial_parts(
-    result: TrialResult, config: MetaConfig | None, *, prefix: str
+    result: TrialResult, config: MetaConfig | None, *, prefix: str, variant: str | None = None
 ) -> tuple[str, str, str]:
     """The trial line in three: before the verdict, the verdict, and after it."""
     cause = trial_cause(result, config)
     tail = f" ({trial_detail(result)})" + ("" if cause is None else f"{CAUSE_SEPARATOR}{cause}")
-    return f"{prefix}trial {result.i}: ", result.verdict, tail
+    return f"{prefix}trial {result.i}{arm_label(variant)}: ", result.verdict, tail
+
+
+def arm_label(variant: str | None) -> str:
+    """`` [<arm>]`` after a trial's index in a run with arms, else ``""``."""
+    return "" if variant is None else f" [{variant}]"
+
+
+def _arm_fields(variant: str | None) -> dict[str, Any]:
+    """The structured log's ``variant`` field of a trial in a run with arms."""
+    return {} if variant is None else {"variant": variant}
 
 
 #: The colour of each verdict word on a terminal (rich style names and ANSI codes).
@@ -258,11 +268,13 @@ class ProgressPrinter:
             if not self.parallel:
                 self._line(f"== {event.scenario}", scenario=event.scenario)
         elif isinstance(event, TrialStarted):
-            self.run_status.start(event.scenario, event.trial)
+            self.run_status.start(_status_key(event.scenario, event.variant), event.trial)
             self._line(
-                f"{prefix}trial {event.trial} running...{attempt_note(event)}",
+                f"{prefix}trial {event.trial}{arm_label(event.variant)} running..."
+                f"{attempt_note(event)}",
                 scenario=event.scenario,
                 trial=event.trial,
+                **_arm_fields(event.variant),
             )
         elif isinstance(event, TrialFinished):
             self._finished(event, prefix)
@@ -277,14 +289,20 @@ class ProgressPrinter:
 
     def _finished(self, event: TrialFinished, prefix: str) -> None:
         result = event.result
-        self.run_status.finish(event.scenario, event.trial, result.verdict, result.duration_ms)
+        self.run_status.finish(
+            _status_key(event.scenario, event.variant),
+            event.trial,
+            result.verdict,
+            result.duration_ms,
+        )
         self._line(
             "",
-            parts=_trial_parts(result, self.config, prefix=prefix),
+            parts=_trial_parts(result, self.config, prefix=prefix, variant=event.variant),
             scenario=event.scenario,
             trial=event.trial,
             verdict=result.verdict,
             duration_ms=result.duration_ms,
+            **_arm_fields(event.variant),
         )
 
     def _scenario_finished(self, event: ScenarioFinished) -> None:
@@ -314,6 +332,11 @@ def _verdict_lines(result: ScenarioResult, config: MetaConfig | None) -> list[st
     if left:
         lines.append(f"  not started {left}/{len(result.trials)}: the run was interrupted first")
     return lines
+
+
+def _status_key(scenario: str, variant: str | None) -> str:
+    """Which running trial the status line tracks: each arm's trials apart."""
+    return scenario if variant is None else f"{scenario}@{variant}"
 
 
 def attempt_note(event: TrialStarted) -> str:
