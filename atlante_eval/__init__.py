@@ -27,6 +27,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hosts.cache": ("CachedHost",),
     "hosts.managed": ("cached_host", "install_host", "list_hosts", "remove_host"),
     "project.suite": ("Suite", "load_suite"),
+    "report.arms": ("arm_view",),
     "report.behaviour": ("BehaviourDeltas", "ScenarioBehaviour"),
     "report.compare": ("CompareResult", "compare_reports"),
     "report.events": (
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     from .hosts.managed import remove_host as remove_host
     from .project.suite import Suite as Suite
     from .project.suite import load_suite as load_suite
+    from .report.arms import arm_view as arm_view
     from .report.behaviour import BehaviourDeltas as BehaviourDeltas
     from .report.behaviour import ScenarioBehaviour as ScenarioBehaviour
     from .report.compare import CompareResult as CompareResult
