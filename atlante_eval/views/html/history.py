@@ -11,6 +11,7 @@ A partial run (interrupted, or one shard) is marked so, its row and its judgemen
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from dataclasses import dataclass
@@ -190,7 +191,7 @@ def history_page(directory: Path, reports: list[LoadedReport]) -> HistoryPage:
     A run with arms shows each arm's scenarios as ``<scenario>@<arm>``, so every arm has
     its own line across runs.
     """
-    reports = [LoadedReport(r.path, arms_as_scenarios(r.report)) for r in reports]
+    reports = [dataclasses.replace(r, report=arms_as_scenarios(r.report)) for r in reports]
     verdicts: list[dict[str, str]] = [{}]
     for before, after in itertools.pairwise(reports):
         compared = compare_reports(before.report, after.report)
