@@ -7,7 +7,7 @@ import json
 import signal
 from pathlib import Path
 
-from clikit import cleaned_up, report_dirs, start_cli, wait_for
+from clikit import cleaned_up, console, report_dirs, start_cli, wait_for
 from factory import make_project, scenario
 from standin import actions
 
@@ -53,6 +53,12 @@ def test_an_interrupted_run_with_arms_marks_only_the_unstarted_arm(tmp_path: Pat
     assert states[other] == [(0, "pass", None), (1, "infra-error", True)]
     assert arms[other][1]["error"] == "the run was interrupted before this trial started"
     assert arms[first][1]["error"] == "the run was interrupted before this trial finished"
+    # Either way alpha (the control) graded one trial: trial 1 never started or was cut.
+    assert report["uplift"]["arms"]["beta"]["scenarios"]["partly"]["controlGraded"] == 1
+    # A report with a never-started trial is no forgery: compare reads it (both ways).
+    for args in (["--arms", f"{first},{other}"], [str(run_dir)]):
+        compared = console(["compare", str(run_dir), *args, "--json"])
+        assert compared.returncode == 0, compared.stderr.decode()
     for arm in ("alpha", "beta"):
         assert f"trial 0 [{arm}] running..." in lines, cli.stderr
         assert any(line.startswith(f"trial 0 [{arm}]: pass") for line in lines), cli.stderr

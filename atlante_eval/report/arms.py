@@ -187,7 +187,7 @@ def arms_as_scenarios(report: RunReport) -> RunReport:
         for arm in names
         for name, result in arm_scenarios(report, arm).items()
     }
-    meta = report.meta.model_copy(update={"variants": None, "variant_seed": None})
+    meta = report.meta.model_copy(update={"variants": None, "variant_seed": None, "totals": None})
     return report.model_copy(
         update={"meta": meta, "scenarios": scenarios, "uplift": None, "adaptive": None}
     )

@@ -80,9 +80,12 @@ class _Counts:
 
     @classmethod
     def of(cls, result: ScenarioResult) -> _Counts:
-        verdicts = Counter(t.verdict for t in result.trials)
+        # A trial an interruption kept from starting (notStarted) counts nowhere, as in
+        # results.statistics_of: the stored figures a run wrote leave it out.
+        ran = [t for t in result.trials if not t.not_started]
+        verdicts = Counter(t.verdict for t in ran)
         skipped, infra = verdicts["skipped-budget"], verdicts["infra-error"]
-        executed = len(result.trials) - skipped
+        executed = len(ran) - skipped
         return cls(executed, executed - infra, verdicts["pass"], infra, skipped)
 
     @property
