@@ -116,8 +116,11 @@ def decide_gate(
 
 
 def _without(report: RunReport, names: set[str]) -> RunReport:
+    """``report`` without the scenarios ``names``; its totals, which counted them, dropped
+    (a report whose totals disagree with its trials is refused as forged)."""
     kept = {n: r for n, r in report.scenarios.items() if n not in names}
-    return report.model_copy(update={"scenarios": kept})
+    meta = report.meta.model_copy(update={"totals": None})
+    return report.model_copy(update={"scenarios": kept, "meta": meta})
 
 
 def _note(exemption: GateExemption) -> Diagnostic:
