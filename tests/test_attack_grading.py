@@ -136,7 +136,7 @@ def test_blob_ids_are_parsed_whatever_the_chunk_boundaries() -> None:
             at += step
         oids = blobs.finish()
         assert sorted(oids) == sorted(names)
-        assert oids["é/ü"] == bytes([(len(names) - 1) % 256]) * 20
+        assert oids["é/ü"] == (0o100644, bytes([(len(names) - 1) % 256]) * 20)
 
 
 @pytest.mark.anyio

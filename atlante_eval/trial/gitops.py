@@ -27,7 +27,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +35,7 @@ import anyio
 
 from .._util.environment import git_env
 from .._util.jsondoc import DocumentReadError, read_document
+from .gitindex import IndexEntry, hash_worktree_file, read_index, write_grading_index
 from .process import ProcessResult, run_process
 from .treestate import TreeSnapshot, changed_paths, hash_missing, take_snapshot
 
@@ -79,6 +80,11 @@ _HARDENING = (
     "-c", "user.email=atlante-eval@atlante.local",
     "-c", "init.defaultBranch=atlante-eval",
     "-c", "advice.addEmbeddedRepo=false",
+    # scratch repositories: nothing to make durable; one plain index file (read in-process)
+    "-c", "core.fsync=none",
+    "-c", "core.splitIndex=false",
+    "-c", "index.version=2",
+    "-c", "index.sparse=false",
 )  # fmt: skip
 
 
@@ -94,6 +100,8 @@ class Baseline:
     """Baseline commit id."""
     tree: TreeSnapshot
     """Every entry of the sandbox at the baseline (what changed paths are decided from)."""
+    entries: Mapping[str, IndexEntry]
+    """Every committed path's mode and object id (the grading index is written from them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,28 +288,49 @@ async def make_baseline(
         stdin=f"{head}\n".encode(),
         work_bytes=work,
     )
-    blobs = _BlobIds()
-    await _git(
-        ["ls-tree", "-r", "-z", "--full-tree", head],
-        work_tree=sandbox,
-        stdout_sink=blobs.feed,
+    entries = await _committed_entries(sandbox, head)
+    snapshot = snapshot.with_oids(
+        {path: oid for path, (mode, oid) in entries.items() if mode != _GITLINK}
     )
-    snapshot = snapshot.with_oids(blobs.finish())
     try:
         snapshot = await anyio.to_thread.run_sync(
             functools.partial(hash_missing, sandbox, snapshot, sha256=len(head) == 64)
         )
     except OSError as exc:
         raise GitError(f"cannot read the baseline files: {exc}") from exc
-    return Baseline(commit=head, tree=snapshot)
+    return Baseline(commit=head, tree=snapshot, entries=entries)
+
+
+_GITLINK = 0o160000
+
+
+async def _committed_entries(sandbox: Path, head: str) -> dict[str, IndexEntry]:
+    """Every path of the baseline commit with its mode and object id.
+
+    Read from the index ``git commit`` just wrote (no agent has run yet), or,
+    when that index is in a form :func:`read_index` does not read, from ``git
+    ls-tree``.
+    """
+    entries = await anyio.to_thread.run_sync(
+        functools.partial(read_index, sandbox / ".git" / "index", sha256=len(head) == 64)
+    )
+    if entries is not None:
+        return entries
+    blobs = _BlobIds()
+    await _git(
+        ["ls-tree", "-r", "-z", "--full-tree", head],
+        work_tree=sandbox,
+        stdout_sink=blobs.feed,
+    )
+    return blobs.finish()
 
 
 class _BlobIds:
-    """Parse ``git ls-tree -r -z`` output as it streams in: path → blob id."""
+    """Parse ``git ls-tree -r -z`` output as it streams in: path → (mode, object id)."""
 
     def __init__(self) -> None:
         self._pending = b""
-        self.oids: dict[str, bytes] = {}
+        self.oids: dict[str, IndexEntry] = {}
 
     def feed(self, chunk: bytes) -> None:
         """Take the next chunk; complete records are parsed, a partial one is kept."""
@@ -317,11 +346,12 @@ class _BlobIds:
     def _record(self, record: bytes) -> None:
         meta, tab, path = record.partition(b"\t")
         fields = meta.split(b" ")
-        if tab and len(fields) == 3 and fields[1] == b"blob":
-            self.oids[os.fsdecode(path)] = bytes.fromhex(fields[2].decode("ascii"))
+        if tab and len(fields) == 3 and fields[1] in (b"blob", b"commit"):
+            mode = int(fields[0], 8)
+            self.oids[os.fsdecode(path)] = (mode, bytes.fromhex(fields[2].decode("ascii")))
 
-    def finish(self) -> dict[str, bytes]:
-        """The blob ids (a trailing record without NUL is parsed too)."""
+    def finish(self) -> dict[str, IndexEntry]:
+        """The entries (a trailing record without NUL is parsed too)."""
         if self._pending:
             self._record(self._pending)
             self._pending = b""
@@ -471,10 +501,6 @@ def _staging(sandbox: Path, paths: Sequence[str], ignored: Callable[[str], bool]
     )
 
 
-def _nul_list(paths: Sequence[str]) -> bytes:
-    return b"".join(os.fsencode(path) + b"\0" for path in paths)
-
-
 async def collect_changes(
     sandbox: Path,
     private_git_dir: Path,
@@ -529,7 +555,7 @@ async def _walk_changes(
 async def _stage(
     grading: Path, packs: Sequence[Path], sandbox: Path, baseline: Baseline, staging: _Staging
 ) -> None:
-    """Load the baseline into the grading repository's index, then stage the changes over it.
+    """Import the baseline's pack, then write the index: the baseline with the changes over it.
 
     Raises:
         GitError: a git command failed (a forged pack cannot supply the baseline).
@@ -539,22 +565,48 @@ async def _stage(
         # index-pack names each object by hashing it: a forged pack cannot supply
         # the baseline commit, whose id was kept in memory.
         await _git(["index-pack", str(pack)], work_tree=sandbox, git_dir=grading, work_bytes=work)
-    await _git(["read-tree", baseline.commit], work_tree=sandbox, git_dir=grading)
-    if staging.remove:
-        await _git(
-            ["update-index", "--force-remove", "-z", "--stdin"],
-            work_tree=sandbox,
-            git_dir=grading,
-            stdin=_nul_list(staging.remove),
-        )
-    if staging.add:
-        await _git(
-            ["update-index", "--add", "--replace", "-z", "--stdin"],
-            work_tree=sandbox,
-            git_dir=grading,
-            stdin=_nul_list(staging.add),
-            work_bytes=staging.add_bytes,
-        )
+    try:
+        await anyio.to_thread.run_sync(_write_index, grading, sandbox, baseline, staging)
+    except OSError as exc:
+        raise GitError(f"cannot write the grading index: {exc}") from exc
+
+
+def _write_index(grading: Path, sandbox: Path, baseline: Baseline, staging: _Staging) -> None:
+    """The grading index, as ``read-tree`` of the baseline then ``update-index`` would make it.
+
+    Each staged path is read once, never through a symbolic link; one that is no
+    longer a file or link when it is read is left out, as a removed path.
+    """
+    sha256 = len(baseline.commit) == 64
+    added: dict[str, tuple[IndexEntry, bytes]] = {}
+    for path in staging.add:
+        hashed = _hash_staged(sandbox, path, sha256=sha256)
+        if hashed is not None:
+            added[path] = hashed
+    gone = [*staging.remove, *(path for path in staging.add if path not in added)]
+    write_grading_index(grading, baseline.entries, remove=gone, add=added, sha256=sha256)
+
+
+_DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _hash_staged(sandbox: Path, path: str, *, sha256: bool) -> tuple[IndexEntry, bytes] | None:
+    """Hash the sandbox file ``path``, its parents entered without following a symbolic link."""
+    *parents, name = path.split("/")
+    try:
+        fd = os.open(sandbox, _DIR_OPEN)
+    except OSError:
+        return None
+    try:
+        for part in parents:
+            child = os.open(part, _DIR_OPEN, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        return hash_worktree_file(fd, name, sha256=sha256)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 async def _diff(grading: Path, sandbox: Path, baseline: Baseline, staging: _Staging) -> str:
