@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine, inspect, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -119,9 +119,15 @@ def _revision_of(connection: Connection) -> str | None:
     """The stored schema revision (None for an empty database); refuse an unknown one."""
     if not inspect(connection).has_table("alembic_version"):
         return None
-    from alembic.runtime.migration import MigrationContext
+    # Read as Alembic stores it, without loading Alembic (and Mako): a run that finds
+    # the schema current never imports them (docs/performance.md).
+    stored = connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    if len(stored) > 1:
+        from alembic.runtime.migration import MigrationContext
 
-    current = MigrationContext.configure(connection).get_current_revision()
+        current = MigrationContext.configure(connection).get_current_revision()
+    else:
+        current = stored[0] if stored else None
     if current is not None and current > HEAD_REVISION:
         raise DiagnosticError(
             [
