@@ -1,8 +1,51 @@
-"""The package version, read once from the installed distribution metadata."""
+"""The package version, read once from the installed distribution's metadata.
 
-from importlib.metadata import PackageNotFoundError, version
+The ``METADATA`` file is found as :mod:`importlib.metadata` finds it (the first
+``atlante_eval-*.dist-info`` on ``sys.path``) but read directly: importing
+:mod:`importlib.metadata` (email, zipfile, csv) was half the cost of ``--help``.
+It is the fallback when no such directory is found (an egg or zip install).
+"""
 
-try:
-    __version__ = version("atlante-eval")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0"
+from __future__ import annotations
+
+import os
+import sys
+
+_PREFIX = "atlante_eval-"
+_SUFFIX = ".dist-info"
+
+
+def _from_dist_info() -> str | None:
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if not (name.startswith(_PREFIX) and name.endswith(_SUFFIX)):
+                continue
+            try:
+                with open(os.path.join(entry or ".", name, "METADATA"), encoding="utf-8") as handle:
+                    for line in handle:
+                        if line.startswith("Version:"):
+                            return line.partition(":")[2].strip()
+                        if not line.strip():
+                            break  # the headers end at the first blank line
+            except OSError:
+                continue
+    return None
+
+
+def _installed_version() -> str:
+    found = _from_dist_info()
+    if found:
+        return found
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("atlante-eval")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0"
+
+
+__version__ = _installed_version()
