@@ -125,3 +125,24 @@ def test_the_written_index_diffs_as_read_tree_and_update_index_would(repo: Path)
     assert got == expected
     assert b"+changed" in got and b"deleted file mode 100755" in got and b"new.txt" in got
     git(repo, "--git-dir", str(ours), "fsck", "--no-dangling")
+
+
+def test_the_written_skeleton_is_what_git_init_writes(tmp_path: Path) -> None:
+    """The skeleton's files, written without git, are byte for byte those of ``git init``."""
+    import anyio
+
+    from atlante_eval.trial.gitops import make_skeleton
+
+    ours = anyio.run(make_skeleton, tmp_path)
+    assert ours is not None
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    git(theirs, "-c", "init.defaultBranch=atlante-eval", "init", "-q", "--template=")
+
+    def listing(root: Path) -> dict[str, bytes | None]:
+        return {
+            p.relative_to(root).as_posix(): p.read_bytes() if p.is_file() else None
+            for p in sorted(root.rglob("*"))
+        }
+
+    assert listing(ours) == listing(theirs / ".git")

@@ -197,6 +197,9 @@ async def make_skeleton(run_root: Path) -> Path | None:
 
     It lives in a directory of ``run_root`` with a random name (mode 0700), so
     an agent cannot find it by name and plant configuration in later trials.
+    Where the file system behaves as git assumes by default (executable bits,
+    symbolic links, case-sensitive names), the files ``git init --template=``
+    writes are written here, without a git process; elsewhere git writes them.
 
     Returns:
         The skeleton's git directory, or ``None`` when it could not be made (each
@@ -204,10 +207,46 @@ async def make_skeleton(run_root: Path) -> Path | None:
     """
     try:
         directory = Path(tempfile.mkdtemp(prefix=".git-skeleton-", dir=run_root))
-        await _git(["init", "--quiet", "--template="], work_tree=directory)
+        if not await anyio.to_thread.run_sync(_write_skeleton, directory):
+            await _git(["init", "--quiet", "--template="], work_tree=directory)
     except (GitError, OSError):
         return None
     return directory / ".git"
+
+
+#: What ``git init --template=`` writes on a file system with git's defaults.
+_SKELETON_CONFIG = (
+    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+    "\tlogallrefupdates = true\n"
+)
+
+
+def _write_skeleton(directory: Path) -> bool:
+    """Write an empty repository's files in ``directory/.git``; ``False`` if git must probe."""
+    probe = directory / "Probe"
+    probe.write_bytes(b"")
+    try:
+        probe.chmod(0o755)
+        executable = bool(os.stat(probe).st_mode & stat.S_IXUSR)
+        probe.chmod(0o644)
+        case_sensitive = not os.path.exists(directory / "probe")
+        link = directory / "probe-link"
+        try:
+            link.symlink_to("Probe")
+            link.unlink()
+            links = True
+        except OSError:
+            links = False
+    finally:
+        probe.unlink()
+    if not (executable and case_sensitive and links):
+        return False
+    git_dir = directory / ".git"
+    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+        (git_dir / sub).mkdir(parents=True)
+    (git_dir / "HEAD").write_text("ref: refs/heads/atlante-eval\n", encoding="utf-8")
+    (git_dir / "config").write_text(_SKELETON_CONFIG, encoding="utf-8")
+    return True
 
 
 def _prepare_repository(dot_git: Path, skeleton: Path | None) -> bool:
