@@ -344,3 +344,52 @@ async def test_baseline_in_a_missing_directory_is_a_git_error(tmp_path: Path) ->
     """make_baseline in a directory that does not exist raises GitError."""
     with pytest.raises(GitError, match="git init failed"):
         await make_baseline(tmp_path / "absent", tmp_path / "b.git")
+
+
+def _swap_idx_entries(idx: Path, first: bytes, second: bytes) -> None:
+    """Forge a pack index: the objects ``first`` and ``second`` trade places (offsets and CRCs)."""
+    data = bytearray(idx.read_bytes())
+    assert data[:8] == b"\377tOc\0\0\0\2"
+    count = int.from_bytes(data[8 + 255 * 4 : 8 + 256 * 4], "big")
+    ids = 8 + 256 * 4
+    crcs = ids + 20 * count
+    offsets = crcs + 4 * count
+    table = [bytes(data[ids + 20 * i : ids + 20 * (i + 1)]) for i in range(count)]
+    a, b = table.index(first), table.index(second)
+    for base in (crcs, offsets):
+        sa, sb = slice(base + 4 * a, base + 4 * a + 4), slice(base + 4 * b, base + 4 * b + 4)
+        data[sa], data[sb] = data[sb], data[sa]
+    idx.write_bytes(bytes(data))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("defended", [True, False])
+async def test_a_forged_pack_index_cannot_change_the_baseline(
+    trial: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, defended: bool
+) -> None:
+    """An agent swaps two objects in the private pack's index: grading refuses it.
+
+    Without the digest check (weakened), git would read one file's baseline as the
+    other's, and the diff would show a forged "before".
+    """
+    from atlante_eval.trial import gitops
+
+    sandbox, private = trial
+    baseline = await make_baseline(sandbox, private)
+    readme, app = baseline.entries["README.md"][1], baseline.entries["src/app.py"][1]
+    [idx] = private.glob("*.idx")
+    _swap_idx_entries(idx, readme, app)
+    write(sandbox, "README.md", "hello\nagain\n")
+    if not defended:
+        copy = gitops._copy_no_follow
+
+        def unchecked(source: Path, target: Path) -> str:
+            copy(source, target)
+            return baseline.pack_digests[source.name]
+
+        monkeypatch.setattr(gitops, "_copy_no_follow", unchecked)
+        changes = await collect_changes(sandbox, private, baseline)
+        assert "-print('app')" in changes.diff  # the forged "before" of README.md
+        return
+    with pytest.raises(GitError, match="removed or damaged"):
+        await collect_changes(sandbox, private, baseline)

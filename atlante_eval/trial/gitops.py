@@ -22,13 +22,14 @@ code runs; sabotage at worst makes the diff uncollectable (``infra-error``).
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -102,6 +103,10 @@ class Baseline:
     """Every entry of the sandbox at the baseline (what changed paths are decided from)."""
     entries: Mapping[str, IndexEntry]
     """Every committed path's mode and object id (the grading index is written from them)."""
+    pack_digests: Mapping[str, str] = field(default_factory=dict)
+    """SHA-256 of each file ``pack-objects`` wrote in the private directory (its pack and
+    index), taken before the session: grading uses copies that match them without
+    ``git index-pack``; with none recorded, the copied packs are indexed by git."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +332,7 @@ async def make_baseline(
         stdin=f"{head}\n".encode(),
         work_bytes=work,
     )
+    digests = await anyio.to_thread.run_sync(_pack_digests, private_git_dir)
     entries = await _committed_entries(sandbox, head)
     snapshot = snapshot.with_oids(
         {path: oid for path, (mode, oid) in entries.items() if mode != _GITLINK}
@@ -337,10 +343,26 @@ async def make_baseline(
         )
     except OSError as exc:
         raise GitError(f"cannot read the baseline files: {exc}") from exc
-    return Baseline(commit=head, tree=snapshot, entries=entries)
+    return Baseline(commit=head, tree=snapshot, entries=entries, pack_digests=digests)
 
 
 _GITLINK = 0o160000
+
+
+def _pack_digests(private_git_dir: Path) -> dict[str, str]:
+    """SHA-256 of the pack and its index that ``pack-objects`` just wrote (none: ``{}``)."""
+    digests: dict[str, str] = {}
+    try:
+        with os.scandir(private_git_dir) as entries:
+            names = sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
+        for name in names:
+            if name.endswith((".pack", ".idx")):
+                digests[name] = hashlib.sha256((private_git_dir / name).read_bytes()).hexdigest()
+    except OSError:
+        return {}
+    packs = {n.removesuffix(".pack") for n in digests if n.endswith(".pack")}
+    indexes = {n.removesuffix(".idx") for n in digests if n.endswith(".idx")}
+    return digests if packs and packs == indexes else {}
 
 
 async def _committed_entries(sandbox: Path, head: str) -> dict[str, IndexEntry]:
@@ -421,11 +443,17 @@ _REF_BYTES = 4096
 _GRADING_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"
 
 
-def _grading_repository(sandbox: Path, private_git_dir: Path) -> tuple[Path, list[Path]]:
+def _grading_repository(
+    sandbox: Path, private_git_dir: Path, digests: Mapping[str, str]
+) -> tuple[Path, list[Path]]:
     """Create a fresh bare repository next to the sandbox holding copies of the private packs.
 
+    With ``digests`` (the pack and index files as written before the session),
+    exactly those files are copied, and each copy must match its digest.
+
     Returns:
-        The repository and the copied pack files (still to be indexed).
+        The repository and the copied pack files still to be indexed (none when
+        ``digests`` verified the pack and its index).
 
     Raises:
         GitError: the sandbox root is no longer a real directory, or the private
@@ -438,42 +466,61 @@ def _grading_repository(sandbox: Path, private_git_dir: Path) -> tuple[Path, lis
         raise GitError(f"cannot inspect the sandbox root: {exc.strerror}") from exc
     if not stat.S_ISDIR(root_mode):
         raise GitError("the sandbox root was replaced during the session (not a real directory)")
-    try:
-        with os.scandir(private_git_dir) as entries:
-            packs = sorted(
-                entry.path
-                for entry in entries
-                if entry.name.endswith(".pack") and entry.is_file(follow_symlinks=False)
-            )
-    except OSError:
-        packs = []
-    if not packs:
-        raise GitError("the private baseline was removed or damaged during the session")
+    packs = _private_packs(private_git_dir) if not digests else []
+    if not packs and not digests:
+        raise GitError(_DAMAGED)
     repository = Path(tempfile.mkdtemp(prefix="grading-", suffix=".git", dir=sandbox.parent))
     for directory in ("objects/pack", "objects/info", "refs/heads", "refs/tags", "info"):
         (repository / directory).mkdir(parents=True)
     (repository / "HEAD").write_text("ref: refs/heads/atlante-eval\n", encoding="utf-8")
     (repository / "config").write_text(_GRADING_CONFIG, encoding="utf-8")
     (repository / "info" / "attributes").write_text(_NEUTRAL_ATTRIBUTES, encoding="utf-8")
+    pack_dir = repository / "objects" / "pack"
+    for name, digest in digests.items():
+        try:
+            copied = _copy_no_follow(private_git_dir / name, pack_dir / f"pack-{name}")
+        except FileNotFoundError as exc:
+            raise GitError(_DAMAGED) from exc
+        if copied != digest:
+            raise GitError(_DAMAGED)
     copies = []
     for number, pack in enumerate(packs):
-        copy = repository / "objects" / "pack" / f"pack-baseline-{number}.pack"
+        copy = pack_dir / f"pack-baseline-{number}.pack"
         _copy_no_follow(Path(pack), copy)
         copies.append(copy)
     return repository, copies
 
 
-def _copy_no_follow(source: Path, target: Path) -> None:
-    """Copy a regular file without following a symbolic link at ``source``."""
+_DAMAGED = "the private baseline was removed or damaged during the session"
+
+
+def _private_packs(private_git_dir: Path) -> list[str]:
+    try:
+        with os.scandir(private_git_dir) as entries:
+            return sorted(
+                entry.path
+                for entry in entries
+                if entry.name.endswith(".pack") and entry.is_file(follow_symlinks=False)
+            )
+    except OSError:
+        return []
+
+
+def _copy_no_follow(source: Path, target: Path) -> str:
+    """Copy a regular file without following a symbolic link at ``source``; return its SHA-256."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(source, flags | getattr(os, "O_NONBLOCK", 0))
+    digest = hashlib.sha256()
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise GitError("the private baseline was removed or damaged during the session")
+            raise GitError(_DAMAGED)
         with open(fd, "rb", closefd=False) as reader, open(target, "xb") as writer:
-            shutil.copyfileobj(reader, writer, 1 << 20)
+            while chunk := reader.read(1 << 20):
+                digest.update(chunk)
+                writer.write(chunk)
     finally:
         os.close(fd)
+    return digest.hexdigest()
 
 
 def _is_dot_git(path: str) -> bool:
@@ -563,7 +610,7 @@ async def collect_changes(
     """
     try:
         grading, packs = await anyio.to_thread.run_sync(
-            _grading_repository, sandbox, private_git_dir
+            _grading_repository, sandbox, private_git_dir, baseline.pack_digests
         )
     except OSError as exc:
         raise GitError(f"cannot create the grading repository: {exc}") from exc
