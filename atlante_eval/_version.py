@@ -8,8 +8,8 @@ It is the fallback when no such directory is found (an egg or zip install).
 
 from __future__ import annotations
 
-import os
 import sys
+from pathlib import Path
 
 _PREFIX = "atlante_eval-"
 _SUFFIX = ".dist-info"
@@ -18,14 +18,14 @@ _SUFFIX = ".dist-info"
 def _from_dist_info() -> str | None:
     for entry in sys.path:
         try:
-            names = os.listdir(entry or ".")
+            found = [p for p in Path(entry or ".").iterdir() if p.name.startswith(_PREFIX)]
         except OSError:
             continue
-        for name in names:
-            if not (name.startswith(_PREFIX) and name.endswith(_SUFFIX)):
+        for directory in found:
+            if not directory.name.endswith(_SUFFIX):
                 continue
             try:
-                with open(os.path.join(entry or ".", name, "METADATA"), encoding="utf-8") as handle:
+                with (directory / "METADATA").open(encoding="utf-8") as handle:
                     for line in handle:
                         if line.startswith("Version:"):
                             return line.partition(":")[2].strip()

@@ -7,10 +7,10 @@ command lines, and two bash scripts as the floor (see its ``peerbench.py``).
 This module runs it, prints its tables, then each figure issue 32 sets a target
 for, as the ratio or the value the benchmark measured in that one run:
 
-- per trial, 50 instant trials, sequential: ≤ 1.15× bash (the bare script,
-  ``bench_engine``'s) and ≤ 0.70× Inspect's, in the same repetitions;
-- per trial at 4 concurrent: ≤ 1.30× bash;
-- 48 trials × 2 s at 16 concurrent, the whole CLI's wall: ≤ 1.20× the ideal 6 s;
+- per trial, 50 instant trials, sequential: ≤ 1.15x bash (the bare script,
+  ``bench_engine``'s) and ≤ 0.70x Inspect's, in the same repetitions;
+- per trial at 4 concurrent: ≤ 1.30x bash;
+- 48 trials x 2 s at 16 concurrent, the whole CLI's wall: ≤ 1.20x the ideal 6 s;
 - launch to the first trial's agent ≤ 300 ms, ``--help`` ≤ 120 ms;
 - peak RSS of the 48-trial run ≤ 60 MiB;
 - processes started per trial ≤ 9 (the count before the grading rebuild).
@@ -80,10 +80,10 @@ def _processes(res: dict) -> float | None:
 
 
 TARGETS: tuple[Target, ...] = (
-    ("per trial, sequential ÷ bash (bare)", _overhead("1", "shell-bare"), 1.15, "×"),
-    ("per trial, sequential ÷ Inspect", _overhead("1", "inspect"), 0.70, "×"),
-    ("per trial, 4 concurrent ÷ bash (bare)", _overhead("4", "shell-bare"), 1.30, "×"),
-    ("48 × 2 s at 16 concurrent ÷ ideal", lambda r: _concurrency(r, "wall"), 1.20, "×"),
+    ("per trial, sequential ÷ bash (bare)", _overhead("1", "shell-bare"), 1.15, "x"),
+    ("per trial, sequential ÷ Inspect", _overhead("1", "inspect"), 0.70, "x"),
+    ("per trial, 4 concurrent ÷ bash (bare)", _overhead("4", "shell-bare"), 1.30, "x"),
+    ("48 x 2 s at 16 concurrent ÷ ideal", lambda r: _concurrency(r, "wall"), 1.20, "x"),
     ("launch → first agent", _startup("atlante-eval: launch to first trial's agent"), 300, " ms"),
     ("--help", _startup("atlante-eval --help"), 120, " ms"),
     ("peak RSS, 48-trial run", lambda r: _concurrency(r, "rss_mib"), 60, " MiB"),
@@ -100,7 +100,8 @@ def targets_table(res: dict) -> str:
             lines.append(f"| {name} | not measured | ≤ {bound:g}{unit} | |")
             continue
         lines.append(
-            f"| {name} | {value:.2f}{unit} | ≤ {bound:g}{unit} | {'yes' if value <= bound else 'no'} |"
+            f"| {name} | {value:.2f}{unit} | ≤ {bound:g}{unit} "
+            f"| {'yes' if value <= bound else 'no'} |"
         )
     return "\n".join(lines)
 

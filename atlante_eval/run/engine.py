@@ -220,6 +220,8 @@ class Engine:
     """Asked before each trial's assembly; a cause it returns makes the trial an infra-error."""
     arms: Mapping[str, ArmSetup] = field(default_factory=dict)
     """Each arm's host, native outputs and model (a trial of no arm runs the engine's own)."""
+    on_session_end: Callable[[], None] | None = None
+    """Called each time a trial's session and grading are over (e.g. to prewarm the run's end)."""
     _skeleton: Path | None = field(default=None, init=False, repr=False)
     """An empty repository copied into each sandbox instead of ``git init``."""
     _group: anyio.abc.TaskGroup | None = field(default=None, init=False, repr=False)
@@ -437,6 +439,8 @@ class Engine:
                 result = await self._session(
                     planned, sandbox, ticket, isolation, redact, meter, state
                 )
+                if self.on_session_end is not None:
+                    self.on_session_end()
         except _Refused as exc:
             result = TrialResult(
                 i=planned.index,

@@ -20,6 +20,7 @@ directory at once (or a resume of a run still going on) are refused
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -149,10 +150,9 @@ class Journal:
         if self._fd >= 0:
             with self._lock:
                 if self._unsynced:
-                    try:
+                    # every line was written; only the flush to the disk can fail here
+                    with contextlib.suppress(OSError):
                         self._sync()
-                    except OSError:
-                        pass  # every line was written; only the flush to the disk failed
             os.close(self._fd)
             self._fd = -1
 

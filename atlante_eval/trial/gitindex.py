@@ -78,9 +78,7 @@ def read_index(path: Path, *, sha256: bool) -> dict[str, IndexEntry] | None:
     return entries
 
 
-def _entries(
-    body: bytes, count: int, *, oid_size: int
-) -> tuple[dict[str, IndexEntry] | None, int]:
+def _entries(body: bytes, count: int, *, oid_size: int) -> tuple[dict[str, IndexEntry] | None, int]:
     entries: dict[str, IndexEntry] = {}
     offset = _HEADER.size
     for _ in range(count):
@@ -164,7 +162,7 @@ def write_grading_index(
     add: Mapping[str, tuple[IndexEntry, bytes]],
     sha256: bool,
 ) -> None:
-    """Write ``repository``'s index: ``baseline`` without ``remove``, with ``add`` stored and staged.
+    """Write the index: ``baseline`` without ``remove``, with ``add`` stored and staged.
 
     Entries carry no stat data (as ``git read-tree`` writes them); every added
     content is written as a loose object first.
