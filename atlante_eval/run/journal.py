@@ -1,4 +1,4 @@
-"""The run journal: every finished trial, appended and flushed to disk as it ends.
+"""The run journal: every finished trial, appended as it ends.
 
 ``<run dir>/journal.jsonl`` starts with a header line (run id, plan digest, host
 version and where the host came from) and
