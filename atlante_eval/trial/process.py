@@ -409,7 +409,8 @@ async def _start(
                 cwd,
                 (stdin_fd, pipes.stdout_write, pipes.stderr_write),
             )
-            await anyio.to_thread.run_sync(_after_spawn, plan, process)
+            if plan.after_spawn is not None:
+                await anyio.to_thread.run_sync(_after_spawn, plan, process)
     except BaseException:
         pipes.close()
         raise
