@@ -6,6 +6,7 @@ Usage, from the repository root::
     python -m bench validate   # only bench_validate.py
     python -m bench sequential # adaptive runs' error rates and trials (docs/statistics.md)
     python -m bench html       # a 500-trial report.html: size, render and Chromium times
+    python -m bench peers      # side by side with Inspect AI (../shared/peerbench), issue 32
 """
 
 from __future__ import annotations

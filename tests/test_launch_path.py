@@ -137,3 +137,20 @@ def test_models_built_before_the_schema_still_validate_after_it() -> None:
     same, description = json.loads(out)
     assert same is True
     assert description
+
+
+def test_help_loads_neither_pydantic_nor_importlib_metadata() -> None:
+    """``atlante-eval --help`` builds no model and reads no distribution metadata."""
+    out = _python(
+        """
+        import contextlib, io, json, sys
+        from atlante_eval.cli import main
+        sys.argv = ["atlante-eval", "--help"]
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+            main()
+        print(json.dumps(sorted(sys.modules)))
+        """
+    )
+    loaded = set(json.loads(out))
+    assert "atlante_eval.cli.app" in loaded
+    assert sorted(m for m in ("pydantic", "importlib.metadata") if m in loaded) == []

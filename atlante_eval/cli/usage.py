@@ -18,11 +18,12 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..diagnostics import Diagnostic, error
+if TYPE_CHECKING:
+    from ..diagnostics import Diagnostic
 
 __all__ = ["closest", "run_app", "usage_diagnostic"]
 
@@ -74,6 +75,8 @@ def usage_diagnostic(exc: Exception, argv: Sequence[str] = ()) -> Diagnostic:
 
     ``argv`` (the command line after the program name) names an unknown command.
     """
+    from ..diagnostics import error  # only on an error: ``--help`` never loads pydantic
+
     ctx = getattr(exc, "ctx", None)
     option = getattr(exc, "option_name", None)
     unknown = _unknown_command(ctx, argv)
