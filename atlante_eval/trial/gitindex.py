@@ -115,8 +115,9 @@ def _has_partial_extension(body: bytes, offset: int) -> bool:
 def hash_worktree_file(dir_fd: int, name: str, *, sha256: bool) -> tuple[IndexEntry, bytes] | None:
     """The entry and content of the file or symbolic link ``name`` in ``dir_fd``, as git adds it.
 
-    A symbolic link's content is its target; a regular file is read once, never
-    through a link. Returns ``None`` when it is neither (or cannot be read).
+    A symbolic link's content is its target; a regular file is opened
+    non-blocking, never through a link, and read once up to the size it had when
+    opened. Returns ``None`` when it is neither (or cannot be read).
     """
     try:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -129,8 +130,7 @@ def hash_worktree_file(dir_fd: int, name: str, *, sha256: bool) -> tuple[IndexEn
                 if not stat.S_ISREG(opened.st_mode):
                     return None
                 mode = 0o100755 if opened.st_mode & stat.S_IXUSR else 0o100644
-                with open(fd, "rb", closefd=False) as reader:
-                    content = reader.read()
+                content = _read_to(fd, opened.st_size)
             finally:
                 os.close(fd)
         else:
@@ -141,6 +141,16 @@ def hash_worktree_file(dir_fd: int, name: str, *, sha256: bool) -> tuple[IndexEn
     digest.update(b"blob %d\0" % len(content))
     digest.update(content)
     return (mode, digest.digest()), content
+
+
+def _read_to(fd: int, size: int) -> bytes:
+    """At most ``size`` bytes of ``fd`` (a file still growing ends at the size it had)."""
+    parts: list[bytes] = []
+    left = size
+    while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
 
 
 def _store_loose(objects: Path, oid: bytes, content: bytes) -> None:
