@@ -165,11 +165,10 @@ async def _git(
     stdin: bytes | None = None,
     work_bytes: int = 0,
     stdout_sink: Callable[[bytes], None] | None = None,
-    settings: Sequence[str] = (),
 ) -> ProcessResult:
     location = ["--git-dir", str(git_dir), "--work-tree", str(work_tree)] if git_dir else []
     env = git_env()
-    argv = [_git_program(env.get("PATH")), *_HARDENING, *settings, *location, *args]
+    argv = [_git_program(env.get("PATH")), *_HARDENING, *location, *args]
     result = await run_process(
         argv,
         cwd=work_tree,
@@ -313,14 +312,7 @@ async def make_baseline(
     except OSError as exc:
         raise GitError(f"cannot prepare the baseline repository: {exc}") from exc
     work = snapshot.total_bytes
-    # Every non-empty file goes straight into one pack (git's bulk check-in) instead of
-    # a loose object in a directory of its own: fewer files to write and remove per trial.
-    await _git(
-        ["add", "--all", "--force"],
-        work_tree=sandbox,
-        work_bytes=work,
-        settings=("-c", "core.bigFileThreshold=1"),
-    )
+    await _git(["add", "--all", "--force"], work_tree=sandbox, work_bytes=work)
     await _git(
         ["commit", "--quiet", "--allow-empty", "--no-verify", "-m", "atlante-eval baseline"],
         work_tree=sandbox,
