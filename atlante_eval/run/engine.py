@@ -543,6 +543,7 @@ class Engine:
             planned.scenario,
             planned.index,
             ignored=self._host(planned).ignored_changes,
+            secrets=secret_values(os.environ, pass_env=self.options.pass_env),
         )
         await anyio.to_thread.run_sync(state.record_prepared, sandbox)
         return state

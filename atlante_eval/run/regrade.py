@@ -277,7 +277,12 @@ async def _publish(
 
     def results(_stopped: bool) -> dict[str, ScenarioResult]:
         return {
-            scenario.name: scenario_result(scenario, regraded[scenario.name], **extra)
+            scenario.name: scenario_result(
+                scenario,
+                regraded[scenario.name],
+                fingerprint=extra["fingerprint"],
+                definition=extra["definition"],
+            )
             for scenario in selected
             if scenario.name in regraded
             for extra in [_identity(suite, original, scenario, digests)]

@@ -6,6 +6,7 @@ This is the whole run as a library call. The CLI is a thin layer over
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -19,6 +20,7 @@ from .._util.paths import display_path
 from .._version import __version__
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts import Host
+from ..hosts.base import secret_values
 from ..project import PlannedTrial, ProjectWatch, modified_cause
 from ..project.config import load_project
 from ..report import (
@@ -32,7 +34,7 @@ from ..report import (
     utc_timestamp,
 )
 from ..report.state_files import carry_trial_states
-from ..transcript import copy_trial_files
+from ..transcript import Redactor, copy_trial_files
 from .arms import arm_infos
 from .balance import ShardSplit
 from .engine import Engine, EngineOptions, TrialGuard, call_sink
@@ -388,7 +390,11 @@ async def _execute_run(
             meta=_meta(ready),
             keep=ready.options.keep,
             results=lambda stopped: scenario_results(
-                ready.plan, progress, interrupted=stopped, run_files=progress.run_files
+                ready.plan,
+                progress,
+                interrupted=stopped,
+                run_files=progress.run_files,
+                redact=Redactor(secret_values(os.environ, pass_env=ready.options.pass_env)),
             ),
             on_end=ending.on_end,
             decorate=_decorations(ready),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
+from ..hosts.base import secret_values
 from ..project import Scenario
 from ..report import OriginInfo, ScenarioResult, TrialResult, summarize
+from ..transcript import Redactor
 
 __all__ = ["scenario_result"]
 
@@ -16,9 +19,15 @@ def scenario_result(
     *,
     fingerprint: str | None = None,
     definition: str | None = None,
+    redact: Redactor | None = None,
 ) -> ScenarioResult:
-    """Summarise one scenario's trials (in index order) with the reference's statistics."""
+    """Summarise one scenario's trials (in index order) with the reference's statistics.
+
+    The prompt is stored with every secret value redacted, as every other report
+    field is (run/redaction.py): ``redact``'s, else the environment's secrets.
+    """
     origin = scenario.origin
+    redact = redact if redact is not None else Redactor(secret_values(os.environ))
     return summarize(
         trials,
         source=scenario.source,
@@ -30,5 +39,5 @@ def scenario_result(
         fingerprint=fingerprint,
         definition=definition,
         description=scenario.document.description,
-        prompt=scenario.document.task.prompt,
+        prompt=redact(scenario.document.task.prompt),
     )

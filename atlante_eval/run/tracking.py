@@ -26,7 +26,7 @@ from ..report import (
     TrialResult,
     TrialStarted,
 )
-from ..transcript import recorded_activity
+from ..transcript import Redactor, recorded_activity
 from .engine import call_sink
 from .journal import Journal
 from .prepare import ProgressCallback
@@ -97,9 +97,17 @@ class RunProgress:
 
 
 def scenario_results(
-    plan: Plan, progress: RunProgress, *, interrupted: bool, run_files: RunFiles | None = None
+    plan: Plan,
+    progress: RunProgress,
+    *,
+    interrupted: bool,
+    run_files: RunFiles | None = None,
+    redact: Redactor | None = None,
 ) -> dict[str, ScenarioResult]:
-    """Every scenario's result; a planned trial that did not finish is an infra-error."""
+    """Every scenario's result; a planned trial that did not finish is an infra-error.
+
+    ``redact`` removes the run's secret values from what the scenario stores (its prompt).
+    """
     by_name: dict[str, list[tuple[PlannedTrial, TrialResult]]] = {}
     for position in progress.positions:
         planned = plan.trials[position]
@@ -109,7 +117,11 @@ def scenario_results(
         by_name.setdefault(planned.scenario.name, []).append((planned, result))
     return {
         scenario.name: _with_arms(
-            scenario, by_name[scenario.name], progress.fingerprints, progress.definitions
+            scenario,
+            by_name[scenario.name],
+            progress.fingerprints,
+            progress.definitions,
+            redact,
         )
         for scenario in plan.scenarios
         if scenario.name in by_name
@@ -143,6 +155,7 @@ def _with_arms(
     trials: list[tuple[PlannedTrial, TrialResult]],
     fingerprints: Mapping[str, str],
     definitions: Mapping[str, str],
+    redact: Redactor | None = None,
 ) -> ScenarioResult:
     """The scenario's result: the control arm's (or the run's) trials, and the other arms'
     results under ``arms``, each with its own fingerprint."""
@@ -155,6 +168,7 @@ def _with_arms(
             sorted(found, key=lambda t: t.i),
             fingerprint=fingerprints.get(key),
             definition=definitions.get(scenario.name),
+            redact=redact,
         )
         for key, (_arm, found) in by_key.items()
     }
@@ -170,6 +184,7 @@ def _with_arms(
             [],
             fingerprint=fingerprints.get(scenario.name),
             definition=definitions.get(scenario.name),
+            redact=redact,
         )
     if not arms:
         return control

@@ -131,12 +131,34 @@ class StateCapture:
     """Bytes this trial added to the store."""
     omitted: list[Omission] = field(default_factory=list)
     omitted_count: int = 0
+    secrets: tuple[str, ...] = ()
+    """Values never stored: a file whose name, link target or content holds one is left
+    out (the trial then cannot be regraded), as every report field is redacted."""
 
     def omit(self, path: str, reason: str) -> None:
-        """Record that ``path`` was not stored."""
+        """Record that ``path`` was not stored (a secret in its name shown redacted)."""
         self.omitted_count += 1
         if len(self.omitted) < _LISTED_OMISSIONS:
-            self.omitted.append(Omission(path=display_path(path), reason=reason))
+            shown = path
+            for secret in self.secrets:
+                shown = shown.replace(secret, "[redacted]")
+            self.omitted.append(Omission(path=display_path(shown), reason=reason))
+
+    def _secret_in(self, text: str) -> bool:
+        return any(secret in text for secret in self.secrets)
+
+    def _secret_in_file(self, fd: int) -> bool:
+        """Whether the open file's content holds a secret value (read in overlapping chunks)."""
+        needles = [secret.encode() for secret in self.secrets]
+        overlap = max(len(n) for n in needles) - 1
+        os.lseek(fd, 0, os.SEEK_SET)
+        tail = b""
+        while chunk := os.read(fd, 1 << 20):
+            window = tail + chunk
+            if any(needle in window for needle in needles):
+                return True
+            tail = window[-overlap:] if overlap else b""
+        return False
 
     def layer(self, root: Path, paths: Iterable[str]) -> list[StateEntry]:
         """What stands at each of ``paths`` below ``root`` now (``deleted`` when nothing).
@@ -155,6 +177,9 @@ class StateCapture:
     def _entry(self, parents: _Parents, path: str) -> StateEntry | None:
         if not _utf8(path):
             self.omit(path, "its name is not UTF-8")
+            return None
+        if self._secret_in(path):
+            self.omit(path, "its name holds a secret value")
             return None
         try:
             parent, name = parents.of(path)
@@ -178,6 +203,9 @@ class StateCapture:
             if not _utf8(target):
                 self.omit(path, "its link target is not UTF-8")
                 return None
+            if self._secret_in(target):
+                self.omit(path, "its link target holds a secret value")
+                return None
             return StateEntry(path=path, kind="symlink", target=target)
         if stat.S_ISDIR(info.st_mode):
             return StateEntry(path=path, kind="deleted")  # the file is gone; dirs are listed
@@ -199,6 +227,9 @@ class StateCapture:
             now = os.fstat(fd)
             if not stat.S_ISREG(now.st_mode):
                 self.omit(path, "replaced while it was stored")
+                return None
+            if self.secrets and self._secret_in_file(fd):
+                self.omit(path, "holds a secret value")
                 return None
             digest, added = self.store.put_file(fd)
         except OSError as exc:
@@ -231,6 +262,8 @@ class StateCapture:
                 others.append(path)
             elif not _utf8(path):
                 self.omit(path, "its name is not UTF-8")
+            elif self._secret_in(path):
+                self.omit(path, "its name holds a secret value")
             else:
                 mode = stat.S_IMODE(item.info.st_mode)
                 dirs_found.append(StateEntry(path=path, kind="dir", mode=mode))
@@ -316,12 +349,15 @@ class TrialState:
         index: int,
         *,
         ignored: Iterable[str],
+        secrets: Iterable[str] = (),
     ) -> None:
         self.scenario = scenario
         self.index = index
         self.settings = settings
         self.ignored = list(ignored)
-        self.capture = StateCapture(store, cap_bytes=settings.cap_bytes)
+        self.capture = StateCapture(
+            store, cap_bytes=settings.cap_bytes, secrets=tuple(s for s in secrets if s)
+        )
         self.prepared: list[StateEntry] = []
         self.final: _Final | None = None
 
