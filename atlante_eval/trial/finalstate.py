@@ -41,6 +41,7 @@ from ..report.final_state import (
     TaskBasis,
     prompt_digest,
 )
+from ..transcript.writer import MIN_SECRET_LENGTH
 from .gitops import Changes
 from .sandbox import Sandbox
 from .treestate import TreeSnapshot, tree_digest
@@ -355,9 +356,8 @@ class TrialState:
         self.index = index
         self.settings = settings
         self.ignored = list(ignored)
-        self.capture = StateCapture(
-            store, cap_bytes=settings.cap_bytes, secrets=tuple(s for s in secrets if s)
-        )
+        kept = tuple(s for s in secrets if len(s.strip()) >= MIN_SECRET_LENGTH)  # as redacted
+        self.capture = StateCapture(store, cap_bytes=settings.cap_bytes, secrets=kept)
         self.prepared: list[StateEntry] = []
         self.final: _Final | None = None
 
