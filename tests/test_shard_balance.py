@@ -18,6 +18,8 @@ from typer.testing import CliRunner, Result
 from atlante_eval import RunReport, hosts, merge_reports, run_eval
 from atlante_eval.cli import app
 from atlante_eval.diagnostics import DiagnosticError
+from atlante_eval.history import parse_history_url
+from atlante_eval.history.store import open_store
 from atlante_eval.project.shards import balance_by_duration, expected_makespan, round_robin
 from atlante_eval.report.merge import ShardReport
 from atlante_eval.run.balance import scenario_durations
@@ -230,6 +232,38 @@ def test_balanced_shards_run_the_lpt_split_and_merge_into_the_whole_run(tmp_path
     assert record.actual_makespan_ms == max(w for w in walls if w is not None)
 
 
+def test_without_balance_from_the_history_stores_last_whole_run_balances(tmp_path: Path) -> None:
+    """No --balance-from: every shard reads the history store's newest whole run (the shards
+    record themselves as shards, so a later shard still finds the same run)."""
+    names = sorted(DURATIONS)
+    root = _project(tmp_path / "p", names)
+    url = str(tmp_path / "history.sqlite")
+    with open_store(parse_history_url(url)) as store:
+        store.ingest(_earlier_report(DURATIONS))
+    shards = [
+        _run(
+            root,
+            tmp_path / f"s{i}",
+            shard=f"{i}/{SHARDS}",
+            balance="duration",
+            history=True,
+            history_url=url,
+            jobs=1,
+        )
+        for i in range(1, SHARDS + 1)
+    ]
+    estimates = [DURATIONS[name] for name in names for _ in range(TRIALS)]
+    assert [tuple(_positions(s, names)) for s in shards] == list(
+        balance_by_duration(estimates, SHARDS)
+    )
+    for shard in shards:
+        record = shard.meta.shard_balance
+        assert record is not None
+        assert record.from_run_id == "2026-02-01T00-00-00-abcd"
+    with open_store(parse_history_url(url)) as store:
+        assert [r.shard for r in store.runs()].count(None) == 1  # the shards are shards
+
+
 def test_unknown_scenarios_are_estimated_with_a_warning(tmp_path: Path) -> None:
     """A scenario the earlier report never timed is expected to take the mean of the others."""
     names = ["a-long", "b", "new"]
@@ -265,7 +299,15 @@ def _cli(*args: object) -> Result:
     ("extra", "message"),
     [
         (["--balance", "duration"], "--balance duration splits the plan between shards"),
-        (["--shard", "1/2", "--balance", "duration"], "--balance duration needs --balance-from"),
+        (
+            ["--shard", "1/2", "--balance", "duration"],
+            "--balance duration without --balance-from reads the durations of the history "
+            "store's last whole run",
+        ),
+        (
+            ["--shard", "1/2", "--balance", "duration", "--no-history"],
+            "--balance duration needs --balance-from REPORT, or the history store's last run",
+        ),
         (["--shard", "1/2", "--balance-from", "r.json"], "--balance-from is only used with"),
         (["--shard", "1/2", "--balance", "lpt"], "Invalid value for '--balance'"),
     ],

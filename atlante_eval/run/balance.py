@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .._util.paths import display_path
-from ..diagnostics import Diagnostic, warning
+from ..diagnostics import Diagnostic, DiagnosticError, error, warning
+from ..history import HistoryLocation
 from ..project import Plan
 from ..project.shards import balance_by_duration, expected_makespan, round_robin
 from ..report import RunReport, ShardBalance, ShardLoad, TrialResult, load_report
@@ -72,20 +73,62 @@ def _timed(trial: TrialResult) -> bool:
     return trial.verdict not in _UNTIMED
 
 
-def shard_split(plan: Plan, options: RunOptions) -> ShardSplit | None:
+def history_source(history: HistoryLocation | None) -> tuple[RunReport, str]:
+    """The history store's newest whole run (no shard of one, not interrupted, no arm).
+
+    Shards of the run under way record themselves as shards, so every shard of it
+    finds the same run, whichever starts first.
+
+    Raises:
+        DiagnosticError: ``invalid-option`` (exit 2) when there is no store or no such run.
+    """
+    found = None
+    if history is not None:
+        from ..history.store import open_store
+
+        with open_store(history) as store:
+            whole = [r for r in store.runs() if not r.shard and not r.interrupted and not r.arm]
+            if whole:
+                found = store.report(whole[0].run_id), f"history {history.display}"
+    if found is None:
+        where = f"the history store {history.display}" if history is not None else "no store"
+        raise DiagnosticError(
+            [
+                error(
+                    "invalid-option",
+                    "--balance duration without --balance-from reads the durations of the "
+                    f"history store's last whole run, and {where} holds none",
+                    next="add --balance-from PATH (a report.json or its run directory), the "
+                    "same file on every shard; or record a run first",
+                )
+            ]
+        )
+    return found
+
+
+def shard_split(
+    plan: Plan, options: RunOptions, history: HistoryLocation | None = None
+) -> ShardSplit | None:
     """The positions ``options.shard`` owns (``None`` without ``--shard``).
+
+    ``--balance duration`` reads ``--balance-from``, else the newest whole run in
+    ``history`` (:func:`history_source`).
 
     Raises:
         DiagnosticError: ``report-unreadable`` (exit 2) when ``--balance-from`` cannot
-            be read.
+            be read; ``invalid-option`` when neither it nor the history has durations.
     """
     shard = options.shard
     if shard is None:
         return None
-    if options.balance == "round-robin" or options.balance_from is None:
+    if options.balance == "round-robin":
         owned = round_robin(len(plan.trials), shard.count)[shard.index - 1]
         return ShardSplit(positions=owned, index=shard.index)
-    source = load_report(options.balance_from)
+    if options.balance_from is not None:
+        source = load_report(options.balance_from)
+        shown = display_path(options.balance_from)
+    else:
+        source, shown = history_source(history)
     durations = scenario_durations(source)
     estimates, estimated = _estimates(plan, durations)
     split = balance_by_duration(estimates, shard.count)
@@ -110,7 +153,7 @@ def shard_split(plan: Plan, options: RunOptions) -> ShardSplit | None:
         estimated=estimated or None,
         shards=loads,
     )
-    notes = _notes(estimated, plan, durations, display_path(options.balance_from))
+    notes = _notes(estimated, plan, durations, shown)
     return ShardSplit(
         positions=split[shard.index - 1], record=record, index=shard.index, notices=notes
     )

@@ -510,12 +510,13 @@ def balance_problems(options: RunOptions) -> list[Diagnostic]:
                 next="add --shard I/N (the same N and --balance options on every shard)",
             )
         )
-    if options.balance == "duration" and options.balance_from is None:
+    if options.balance == "duration" and options.balance_from is None and not options.history:
         found.append(
             error(
                 "invalid-option",
-                "--balance duration needs --balance-from REPORT: the earlier report whose "
-                "trial durations estimate this run's",
+                "--balance duration needs --balance-from REPORT, or the history store's last "
+                "run (--no-history turns that off): the earlier report whose trial durations "
+                "estimate this run's",
                 next="add --balance-from PATH (a report.json or its run directory), the same "
                 "file on every shard",
             )

@@ -24,6 +24,7 @@ import anyio
 
 from ..choices import SELFTEST_HOST, GatewayMode
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
+from ..history import HistoryLocation
 from ..hosts import Host, HostError
 from ..isolation.limits import LimitSettings
 from ..isolation.trial import IsolationSettings
@@ -63,6 +64,7 @@ from .journal import read_journal
 from .limits import DESCRIPTORS_PER_JOB, jobs_for_descriptors, raise_nofile_limit
 from .options import RunOptions
 from .pinning import RunHost, check_pinned_version, check_resumed_host, host_pin, run_host
+from .record import recording_for
 
 if TYPE_CHECKING:
     from .adaptive import AdaptiveDriver, AdaptiveSettings
@@ -188,7 +190,8 @@ async def prepare_run(
     fingerprints, definitions = await anyio.to_thread.run_sync(
         _fingerprints, plan, suite, _Identity(ready_host, model, setups), watch
     )
-    split, positions, reused = await _owned(plan, options, fingerprints, on_event, notices)
+    history = _balance_history(suite, options)
+    split, positions, reused = await _owned(plan, options, fingerprints, on_event, notices, history)
     driver = _driver(settings, plan, definitions)
     notices.extend(await announce(on_event, driver.notices() if driver is not None else []))
     await announce(on_event, _budget_notes(plan, positions, reused, adaptive=driver is not None))
@@ -433,15 +436,23 @@ def _positions(
     return positions, _reusable(options.resume, plan, fingerprints, positions)
 
 
+def _balance_history(suite: Suite, options: RunOptions) -> HistoryLocation | None:
+    """The store ``--balance duration`` reads without ``--balance-from`` (None: not needed)."""
+    if options.balance != "duration" or options.balance_from is not None or not options.history:
+        return None
+    return recording_for(suite.project, options).location
+
+
 async def _owned(
     plan: Plan,
     options: RunOptions,
     fingerprints: Mapping[str, str],
     on_event: ProgressCallback | None,
     notices: list[Diagnostic],
+    history: HistoryLocation | None,
 ) -> tuple[ShardSplit | None, list[int], dict[int, TrialResult]]:
     """The shard's split (announcing its warnings), its positions and the reused trials."""
-    split = await anyio.to_thread.run_sync(shard_split, plan, options)
+    split = await anyio.to_thread.run_sync(shard_split, plan, options, history)
     notices.extend(await announce(on_event, split.notices if split is not None else ()))
     return split, *_positions(plan, options, fingerprints, split)
 
