@@ -26,6 +26,8 @@ from slurmkit import Cluster, listening, slurm_cluster
 from standin import actions
 
 from atlante_eval import load_report
+from atlante_eval.history import history_location
+from atlante_eval.history.store import open_store
 
 STANDIN_CLI = Path(__file__).with_name("standin_cli.py")
 #: The shards of the documented array (``#SBATCH --array=1-4``).
@@ -132,6 +134,22 @@ def test_documented_array_job_merges_into_the_single_machine_run(
     shards = sorted(project.glob("reports/shard-*/*/report.json"))
     assert [load_report(p).meta.shard for p in shards] == [f"{i}/{SHARDS}" for i in (1, 2, 3, 4)]
     [merged] = project.glob("reports/merged/*/report.json")
+    # The merged report goes into the history store, whole, standing for its shards.
+    ingested = subprocess.run(
+        ["atlante-eval", "history", "ingest", str(merged.parent)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ingested.returncode == 0, ingested.stderr
+    location = history_location(None, configured=None, project_root=project)
+    assert location is not None
+    with open_store(location) as store:
+        recorded = {run.run_id: run for run in store.runs()}
+    whole = recorded[load_report(merged).run_id]
+    assert (whole.shard, whole.trials) == (None, 3 * TRIALS)  # three scenarios
 
     single = subprocess.run(
         ["atlante-eval", "run", "--out", "reports/single"],
