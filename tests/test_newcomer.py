@@ -487,7 +487,7 @@ def test_help_is_in_plain_words_and_h_is_accepted() -> None:
     assert "<str>" not in schema.stdout
     assert "{kind}" not in schema.stdout
     compare = console("compare", "-h")
-    assert "Usage: atlante-eval compare [OPTIONS] BASE HEAD\n" in compare.stdout
+    assert "Usage: atlante-eval compare [OPTIONS] BASE [HEAD]\n" in compare.stdout
     assert "{BASE}" not in compare.stdout
     for command in ("junit", "merge", "compare"):
         text = " ".join(console(command, "--help").stdout.split())
