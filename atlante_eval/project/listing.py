@@ -15,12 +15,9 @@ from pathlib import Path
 
 from ..diagnostics import Diagnostic, error, sort_diagnostics, warning
 from .config import Project, load_project
-from .discovery import discover_scenarios
-from .packs import discover_pack_suites, include_diagnostics, is_included
-from .preflight import name_diagnostics
-from .scenarios import Origin, Scenario
-from .suite import _duplicates as duplicate_diagnostics  # one rule for both
-from .validation import location_of
+from .packs import include_diagnostics, is_included
+from .scenarios import Scenario
+from .suite import discover_project
 
 __all__ = ["Listing", "discover_all"]
 
@@ -52,28 +49,9 @@ def discover_all(path: Path | str | None = None) -> Listing:
         DiagnosticError: the project's configuration cannot be loaded (exit 2).
     """
     project = load_project(path)
-    config = project.eval
-    problems: list[Diagnostic] = []
-    local: tuple[Scenario, ...] = ()
-    if config.scenarios is not None:
-        found = discover_scenarios(
-            project.root,
-            config.scenarios,
-            origin=Origin(kind="project", root=project.root),
-            glob_source=project.source,
-            glob_location=location_of(project.text, "/eval/scenarios"),
-        )
-        local = found.scenarios
-        problems.extend(found.diagnostics)
-    suites = discover_pack_suites(project)
-    problems.extend(suites.diagnostics)
-    discovered = sorted((*local, *suites.scenarios), key=lambda s: (s.name, s.source))
-    duplicates = duplicate_diagnostics(discovered)
-    problems.extend(duplicates)
-    problems.extend(name_diagnostics(discovered))
-    problems.extend(include_diagnostics(project, suites))
-    twice = {d.source for d in duplicates}
-    kept = tuple(s for s in discovered if s.source not in twice)
+    found = discover_project(project)
+    problems = [*found.problems, *include_diagnostics(project, found.suites)]
+    kept = tuple(s for s in found.scenarios if s.source not in found.declared_twice)
     problems.extend(_inclusion_diagnostics(project, kept))
     errors_first = sorted(sort_diagnostics(problems), key=lambda d: d.severity != "error")
     return Listing(project, kept, tuple(errors_first))

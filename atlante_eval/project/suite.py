@@ -24,7 +24,7 @@ from .preflight import agent_diagnostics, git_diagnostics, name_diagnostics
 from .scenarios import Origin, Scenario
 from .validation import location_of
 
-__all__ = ["Suite", "load_suite", "pack_setup_warnings"]
+__all__ = ["Discovery", "Suite", "discover_project", "load_suite", "pack_setup_warnings"]
 
 _NAME_FLAGS = fnmatch.BRACE
 
@@ -41,6 +41,46 @@ class Suite:
     warnings: tuple[Diagnostic, ...]
     discovered: tuple[Scenario, ...]
     """Every discovered scenario, before filtering and inclusion."""
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """Every scenario the project and its packs declare, and the problems finding them."""
+
+    scenarios: tuple[Scenario, ...]
+    """Sorted by name, then source."""
+    suites: PackSuites
+    """The packs' suites."""
+    problems: tuple[Diagnostic, ...]
+    """Discovery's errors and warnings, then names declared twice, then invalid names."""
+    declared_twice: frozenset[str]
+    """Sources of the scenarios whose name an earlier one already declared."""
+
+
+def discover_project(project: Project) -> Discovery:
+    """Discover the project's and the packs' scenarios, raising nothing (``load_suite``
+    refuses any error; ``list`` keeps the valid scenarios next to the problems)."""
+    config = project.eval
+    problems: list[Diagnostic] = []
+    local: tuple[Scenario, ...] = ()
+    if config.scenarios is not None:
+        found = discover_scenarios(
+            project.root,
+            config.scenarios,
+            origin=Origin(kind="project", root=project.root),
+            glob_source=project.source,
+            glob_location=location_of(project.text, "/eval/scenarios"),
+        )
+        local = found.scenarios
+        problems.extend(found.diagnostics)
+    suites = discover_pack_suites(project)
+    problems.extend(suites.diagnostics)
+    discovered = tuple(sorted((*local, *suites.scenarios), key=lambda s: (s.name, s.source)))
+    duplicates = _duplicates(discovered)
+    problems.extend(duplicates)
+    problems.extend(name_diagnostics(discovered))
+    twice = frozenset(d.source for d in duplicates if d.source is not None)
+    return Discovery(discovered, suites, tuple(problems), twice)
 
 
 def _duplicates(scenarios: Sequence[Scenario]) -> list[Diagnostic]:
@@ -133,27 +173,11 @@ def _discover(project: Project) -> tuple[tuple[Scenario, ...], PackSuites, list[
     Raises:
         DiagnosticError: any discovery error, or a name used twice or not a name.
     """
-    config = project.eval
-    problems: list[Diagnostic] = []
-    local: tuple[Scenario, ...] = ()
-    if config.scenarios is not None:
-        found = discover_scenarios(
-            project.root,
-            config.scenarios,
-            origin=Origin(kind="project", root=project.root),
-            glob_source=project.source,
-            glob_location=location_of(project.text, "/eval/scenarios"),
-        )
-        local = found.scenarios
-        problems.extend(found.diagnostics)
-    suites = discover_pack_suites(project)
-    problems.extend(suites.diagnostics)
-    discovered = tuple(sorted((*local, *suites.scenarios), key=lambda s: (s.name, s.source)))
-    problems.extend(_duplicates(discovered))
-    problems.extend(name_diagnostics(discovered))
+    found = discover_project(project)
+    problems = list(found.problems)
     if any(problem.severity == "error" for problem in problems):
         raise DiagnosticError(problems)
-    return discovered, suites, [p for p in problems if p.severity == "warning"]
+    return found.scenarios, found.suites, [p for p in problems if p.severity == "warning"]
 
 
 def _filtered(discovered: Sequence[Scenario], scenario_filter: Sequence[str]) -> list[Scenario]:
