@@ -136,6 +136,8 @@ class ScenarioLooked:
     """Why the scenario gets no more trials, or None when it continues."""
     max_trials: int | None = None
     """The run's ``--max-trials`` (for ``undecidable within N trials``)."""
+    control: str | None = None
+    """With arms: the control arm this arm (``scenario`` is ``name@arm``) is judged against."""
 
 
 @dataclass(frozen=True, slots=True)

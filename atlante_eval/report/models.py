@@ -531,6 +531,11 @@ class AdaptiveScenario(OutputModel):
     """The design's critical Fisher p-value for this baseline size (null for ``new``)."""
     look_confidence: float | None = None
     """Confidence of this scenario's look intervals (the unchanged rule; null for ``new``)."""
+    scenario: str | None = None
+    """With arms: the scenario (the record's key is ``scenario@arm``)."""
+    variant: str | None = None
+    """With arms: the arm decided against the control; ``baseline*`` are the control's
+    counts at its last look."""
 
 
 class AdaptiveOverall(OutputModel):
@@ -557,14 +562,17 @@ class AdaptiveOverall(OutputModel):
 class AdaptiveRecord(OutputModel):
     """The decision record of ``run --until-decided`` (additive; see docs/report.md)."""
 
-    method: Literal["exact-pocock", "bonferroni-looks"]
+    method: Literal["exact-pocock", "exact-pocock-arms", "bonferroni-looks"]
     """``exact-pocock``: the same critical values at every look, calibrated exactly to
-    alpha (docs/statistics.md); ``bonferroni-looks``: alpha spent evenly over the planned
-    looks (reports of earlier versions)."""
+    alpha (docs/statistics.md); ``exact-pocock-arms``: the same, calibrated for a control
+    arm that grows with the arms (docs/variants.md); ``bonferroni-looks``: alpha spent
+    evenly over the planned looks (reports of earlier versions)."""
     baseline: str
-    """The BASE report that was read."""
+    """The BASE report that was read (with arms: ``control arm NAME``)."""
     baseline_run_id: str
-    """BASE's run id."""
+    """BASE's run id (with arms: this run's)."""
+    control: str | None = None
+    """With arms: the control arm every other arm was decided against."""
     alpha: float
     """Error rate over all looks (changes: over the family too)."""
     margin: float

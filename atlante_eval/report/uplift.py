@@ -70,9 +70,11 @@ def uplift_record(
     )
 
 
-def with_uplift(report: RunReport) -> RunReport:
+def with_uplift(
+    report: RunReport, *, alpha: float = DEFAULT_ALPHA, margin: float = DEFAULT_MARGIN
+) -> RunReport:
     """``report`` with its uplift section (re)computed from its trials."""
-    return report.model_copy(update={"uplift": uplift_record(report)})
+    return report.model_copy(update={"uplift": uplift_record(report, alpha=alpha, margin=margin)})
 
 
 def _row(row: Comparison, adjusted_p: float, alpha: float, margin: float) -> UpliftComparison:

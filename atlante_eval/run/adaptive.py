@@ -14,15 +14,14 @@ count once and are reported ``new``. Trials keep their plan order per scenario
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from .._util.logs import get_logger
 from ..diagnostics import Diagnostic, warning
 from ..history import blessed_name
-from ..project import Plan, PlannedTrial, Scenario
+from ..project import Scenario
 from ..project.config import Project
 from ..report import (
     AdaptiveDecision,
@@ -31,8 +30,6 @@ from ..report import (
     AdaptiveRecord,
     AdaptiveScenario,
     AdaptiveStop,
-    DiagnosticNotice,
-    ProgressEvent,
     RunReport,
     ScenarioLooked,
     ScenarioResult,
@@ -48,16 +45,13 @@ from ..stats.futility import FUTILITY
 from ..stats.operating import adaptive_detectable_drop, baseline_needed
 from ..stats.planning import fixed_trials
 from ..stats.sequential import METHOD, SequentialDesign, assess, boundaries, look_schedule
-from .engine import Engine
 from .options import RunOptions
 
 __all__ = [
     "AdaptiveDriver",
     "AdaptiveSettings",
-    "WaveProgress",
+    "arms_settings",
     "load_settings",
-    "run_adaptive",
-    "run_waves",
     "settings_from_options",
 ]
 
@@ -71,8 +65,6 @@ DEFAULT_MAX_TRIALS = 50
 class AdaptiveSettings:
     """What an adaptive run compares with and how far it may go."""
 
-    baseline: RunReport
-    baseline_path: str
     alpha: float
     margin: float
     first: int
@@ -81,6 +73,10 @@ class AdaptiveSettings:
     fixed_count: int
     """Trials of a scenario BASE lacks."""
     max_cost: float | None = None
+    baseline: RunReport | None = None
+    """The BASE report (None: a run with arms, decided against its control arm)."""
+    baseline_path: str = ""
+    """Where BASE was read from."""
 
 
 def load_settings(
@@ -114,6 +110,22 @@ def load_settings(
         max_trials=highest,
         fixed_count=trials,
         max_cost=max_cost,
+    )
+
+
+def arms_settings(options: RunOptions, trials: int) -> AdaptiveSettings:
+    """The adaptive bounds of a run with arms: no BASE, the control arm is the baseline."""
+    highest = (
+        options.max_trials if options.max_trials is not None else max(DEFAULT_MAX_TRIALS, trials)
+    )
+    first = options.min_trials if options.min_trials is not None else trials
+    return AdaptiveSettings(
+        alpha=options.alpha,
+        margin=options.margin,
+        first=min(first, highest),
+        max_trials=highest,
+        fixed_count=trials,
+        max_cost=options.max_cost,
     )
 
 
@@ -195,8 +207,11 @@ class AdaptiveDriver:
         scenarios: Sequence[Scenario],
         definitions: Mapping[str, str],
     ) -> None:
+        if settings.baseline is None:
+            raise ValueError("a run against BASE needs the BASE report")
         self.settings = settings
-        baseline = settings.baseline.scenarios
+        self.base = settings.baseline
+        baseline = self.base.scenarios
         self.tracks: dict[str, _Track] = {}
         self.thinned: dict[str, int] = {}
         """Scenarios whose baseline was thinned to :data:`DESIGN_BASELINE` graded trials."""
@@ -367,6 +382,22 @@ class AdaptiveDriver:
             name, look, base[0] / base[1], track.stopped, max_trials=self.design.looks[-1]
         )
 
+    def take_looks(
+        self, trials: Mapping[str, Sequence[TrialResult]], fresh: Collection[str]
+    ) -> list[ScenarioLooked]:
+        """Look at each scenario of the wave with new trials (keys are scenario names)."""
+        events = []
+        for name, scenario_trials in trials.items():
+            if name in fresh:
+                look = self.observe(name, scenario_trials)
+                if look is not None:
+                    events.append(self.event(name, look))
+        return events
+
+    def finished(self, keys: Collection[str]) -> list[str]:
+        """The scenarios of the wave that stopped."""
+        return [name for name in keys if self.tracks[name].stopped is not None]
+
     def stop_all(self, reason: AdaptiveStop) -> list[str]:
         """Stop every scenario still going; returns their names."""
         stopped = [name for name, track in self.tracks.items() if track.stopped is None]
@@ -378,9 +409,7 @@ class AdaptiveDriver:
         """The decision record of the finished (or interrupted) run."""
         settings = self.settings
         self.stop_all("interrupted")
-        compared = compare_reports(
-            settings.baseline, report, alpha=settings.alpha, margin=settings.margin
-        )
+        compared = compare_reports(self.base, report, alpha=settings.alpha, margin=settings.margin)
         scenarios: dict[str, AdaptiveScenario] = {}
         for name, track in self.tracks.items():
             result = report.scenarios.get(name)
@@ -419,7 +448,7 @@ class AdaptiveDriver:
         return AdaptiveRecord(
             method=METHOD,
             baseline=settings.baseline_path,
-            baseline_run_id=settings.baseline.run_id,
+            baseline_run_id=self.base.run_id,
             alpha=settings.alpha,
             margin=settings.margin,
             family_size=self.design.family,
@@ -484,126 +513,4 @@ def _overall(row: Comparison | None) -> AdaptiveOverall | None:
         adjusted_p=row.adjusted_p,
         verdict=row.verdict,
         scenarios=row.strata,
-    )
-
-
-#: Runs one wave: the plan positions to run (reused trials included).
-WaveRunner = Callable[[list[int]], Awaitable[None]]
-EventSink = Callable[[ProgressEvent], Awaitable[None]]
-
-
-async def run_waves(
-    driver: AdaptiveDriver,
-    *,
-    plan: Plan,
-    results: Mapping[int, TrialResult],
-    run_wave: WaveRunner,
-    emit: EventSink,
-    finished: Callable[[str], Awaitable[None]],
-) -> None:
-    """Run waves until every scenario stopped; ``finished`` announces each stopped one."""
-    where = {(t.scenario.name, t.index): t.position for t in plan.trials}
-    done: dict[str, int] = {}
-    warned = False
-    wave = driver.first_wave()
-    while wave:
-        positions = sorted(
-            where[(name, index)]
-            for name, target in wave.items()
-            for index in range(done.get(name, 0), target)
-        )
-        await run_wave(positions)
-        before = dict(done)
-        done.update(wave)
-        skipped = any(results[p].verdict == "skipped-budget" for p in positions if p in results)
-        looks = {
-            # A scenario none of whose wave trials ran has nothing new to look at.
-            name: driver.observe(name, [results[where[(name, i)]] for i in range(done[name])])
-            if any(
-                results[where[(name, i)]].verdict != "skipped-budget"
-                for i in range(before.get(name, 0), done[name])
-            )
-            else None
-            for name in wave
-        }
-        limit = driver.settings.max_cost
-        if skipped:
-            driver.stop_all("max-sessions")
-        elif limit is not None:
-            costs = [r.cost for r in results.values() if r.cost is not None]
-            if costs and sum(costs) >= limit:
-                driver.stop_all("max-cost")
-            elif not costs and not warned:
-                warned = True
-                await emit(DiagnosticNotice(_cost_unknown(limit)))
-        for name, look in looks.items():
-            if look is not None:
-                await emit(driver.event(name, look))
-            if driver.tracks[name].stopped is not None:
-                await finished(name)
-        wave = driver.next_wave()
-
-
-def _cost_unknown(limit: float) -> Diagnostic:
-    return warning(
-        "adaptive-cost-unknown",
-        f"--max-cost {limit:g} cannot be enforced: the host reported no cost for any trial",
-        next="use maxSessions (eval.budget) to bound the run, or a host that reports cost",
-    )
-
-
-class WaveProgress(Protocol):
-    """What :func:`run_adaptive` needs of the run's progress recorder."""
-
-    plan: Plan
-    positions: list[int]
-    started: set[str]
-    results: dict[int, TrialResult]
-
-    async def emit(self, event: ProgressEvent) -> None:
-        """Forward a progress event."""
-
-    async def trial_done(self, planned: PlannedTrial, result: TrialResult) -> None:
-        """Record a finished trial."""
-
-    async def scenario_finished(self, scenario: Scenario) -> None:
-        """Announce that a scenario stopped."""
-
-
-async def run_adaptive(
-    driver: AdaptiveDriver,
-    engine: Engine,
-    progress: WaveProgress,
-    reused: Mapping[int, TrialResult],
-) -> None:
-    """Run waves until decided; reused trials (``--resume``) stand in for their positions.
-
-    Each wave shares what is left of ``maxSessions``; a reused trial counts as the
-    session it took in the run it comes from, so a resumed run spends the budget
-    as the interrupted one did.
-    """
-    plan = progress.plan
-    used = 0
-
-    async def wave(positions: list[int]) -> None:
-        nonlocal used
-        progress.positions.extend(positions)
-        progress.started.clear()  # each wave's trials are announced under their scenario
-        again = [p for p in positions if p not in reused]
-        for position in positions:
-            if position in reused:
-                used += 1
-                await progress.trial_done(plan.trials[position], reused[position])
-        used += await engine.run(again, sessions=plan.config.max_sessions - used)
-
-    async def finished(name: str) -> None:
-        await progress.scenario_finished(next(s for s in plan.scenarios if s.name == name))
-
-    await run_waves(
-        driver,
-        plan=plan,
-        results=progress.results,
-        run_wave=wave,
-        emit=progress.emit,
-        finished=finished,
     )

@@ -26,12 +26,15 @@ from .pinning import RunHost, check_pinned_version, run_host
 __all__ = ["arm_infos", "check_arm_selection", "ready_arms"]
 
 
-def check_arm_selection(suite: Suite, options: RunOptions) -> None:
-    """Refuse a bad arm selection before any host is readied (exit 2).
+def check_arm_selection(suite: Suite, options: RunOptions) -> bool:
+    """Refuse a bad arm selection before any host is readied (exit 2); whether the run has arms.
+
+    An adaptive run needs a baseline: BASE (``--against``) without arms, the control
+    arm with them.
 
     Raises:
-        DiagnosticError: ``unknown-variant``, or ``invalid-option`` for arms with
-            ``--until-decided``.
+        DiagnosticError: ``unknown-variant``, or ``invalid-option`` for ``--until-decided``
+            without ``--against`` or arms, or for ``--against`` with arms.
     """
     config = suite.project.eval
     arms, _notes = select_arms(
@@ -41,8 +44,11 @@ def check_arm_selection(suite: Suite, options: RunOptions) -> None:
         model=config.model,
         host_version=None,
     )
-    if arms and options.until_decided:
-        raise DiagnosticError([_no_adaptive_arms()])
+    if options.until_decided and not arms and options.against is None:
+        raise DiagnosticError([_no_baseline()])
+    if arms and options.against is not None:
+        raise DiagnosticError([_against_with_arms()])
+    return bool(arms)
 
 
 async def ready_arms(
@@ -60,8 +66,8 @@ async def ready_arms(
     Raises:
         DiagnosticError: ``unknown-variant``, ``variant-harness-not-verified``,
             ``unknown-scenario-agent`` (a path arm's build lacks an agent), an arm's
-            model the host refuses, or ``invalid-option`` for ``--until-decided``
-            (exit 2); an arm's host that cannot be installed or probed (exit 3).
+            model the host refuses (exit 2); an arm's host that cannot be installed or
+            probed (exit 3).
     """
     config = suite.project.eval
     arms, notes = select_arms(
@@ -73,8 +79,6 @@ async def ready_arms(
     )
     if not arms:
         return {}, notes
-    if options.until_decided:
-        raise DiagnosticError([_no_adaptive_arms()])
     assert suite.native is not None
     setups: dict[str, ArmSetup] = {}
     hosts: dict[str | None, RunHost] = {run.pin: run}
@@ -130,13 +134,21 @@ def _in_arm(arm: Arm, problem: Diagnostic) -> Diagnostic:
     return problem.model_copy(update={"message": f'arm "{arm.name}": {problem.message}'})
 
 
-def _no_adaptive_arms() -> Diagnostic:
+def _no_baseline() -> Diagnostic:
     return error(
         "invalid-option",
-        "--until-decided cannot run arms yet: it decides against a BASE report, not "
-        "against the control arm",
-        next="run the arms with a fixed --trials (the report's uplift section decides each "
-        "arm against the control), or add --variants none",
+        "--until-decided needs --against BASELINE_REPORT (the report to compare with), "
+        "or arms in eval.variants (each is then decided against the control arm)",
+        next="add --against PATH (a report.json or its run directory)",
+    )
+
+
+def _against_with_arms() -> Diagnostic:
+    return error(
+        "invalid-option",
+        "--against compares with a BASE report, but this run has arms: --until-decided "
+        "decides each arm against the run's own control arm",
+        next="drop --against, or add --variants none to run the project against BASE",
     )
 
 

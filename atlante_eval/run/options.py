@@ -443,14 +443,7 @@ def _diagnostics(exc: ValidationError) -> list[Diagnostic]:
 def adaptive_problems(options: RunOptions) -> list[Diagnostic]:
     """The ``invalid-option`` errors of the adaptive options' combinations (exit 2)."""
     found: list[Diagnostic] = []
-    if options.until_decided and options.against is None:
-        found.append(
-            error(
-                "invalid-option",
-                "--until-decided needs --against BASELINE_REPORT: the report to compare with",
-                next="add --against PATH (a report.json or its run directory)",
-            )
-        )
+    # --until-decided without --against is decided with the project (arms need none).
     if options.against is not None and not options.until_decided:
         found.append(
             error(

@@ -67,7 +67,8 @@ from .pinning import RunHost, check_pinned_version, check_resumed_host, host_pin
 from .record import recording_for
 
 if TYPE_CHECKING:
-    from .adaptive import AdaptiveDriver, AdaptiveSettings
+    from .adaptive import AdaptiveSettings
+    from .waves import WaveDriver
 
 __all__ = ["NothingToRerun", "PreparedRun", "ProgressCallback", "announce", "prepare_run"]
 
@@ -120,7 +121,7 @@ class PreparedRun:
     """The plan positions this run owns (``--shard``)."""
     reused: Mapping[int, TrialResult]
     """The positions ``--resume`` reuses, with their earlier results."""
-    driver: AdaptiveDriver | None
+    driver: WaveDriver | None
     """The adaptive driver of an ``--until-decided`` run."""
     notices: list[Diagnostic]
     """The warnings found so far (announced already); the run adds its late ones."""
@@ -169,11 +170,13 @@ async def prepare_run(
     """
     suite = load_suite(path, scenario_filter=list(options.scenarios))
     selected, notices = _selection(suite, options)
-    check_arm_selection(suite, options)
+    with_arms = check_arm_selection(suite, options)
     options = _fit_jobs(options, notices)
     await announce(on_event, notices)
     model = suite.project.eval.model
-    budget, settings = await _budget(suite, options, host.name if host else None)
+    budget, settings = await _budget(
+        suite, options, host.name if host else None, with_arms=with_arms
+    )
     chosen, isolation, limits = await _ready_host(host, suite, options, on_event, leases)
     ready_host, source = chosen.host, chosen.probed_source()
     if options.resume is not None:
@@ -310,17 +313,21 @@ def _fit_jobs(options: RunOptions, notices: list[Diagnostic]) -> RunOptions:
 
 
 async def _budget(
-    suite: Suite, options: RunOptions, host: str | None = None
+    suite: Suite, options: RunOptions, host: str | None = None, *, with_arms: bool = False
 ) -> tuple[MetaConfig, AdaptiveSettings | None]:
     """The run's budget, raised to ``--until-decided``'s most trials when that is on."""
     budget = resolve_budget(suite.project.eval.budget, trials=options.trials)
     if not options.until_decided:
         return budget, None
     # Only an adaptive run needs the driver (and comparison, the sequential design with it).
-    from .adaptive import settings_from_options
+    from .adaptive import arms_settings, settings_from_options
 
-    settings = await anyio.to_thread.run_sync(
-        settings_from_options, options, budget.trials, suite.project, host
+    settings = (
+        arms_settings(options, budget.trials)
+        if with_arms
+        else await anyio.to_thread.run_sync(
+            settings_from_options, options, budget.trials, suite.project, host
+        )
     )
     trials = max(settings.max_trials, budget.trials)
     return budget.model_copy(update={"trials": trials}), settings
@@ -476,10 +483,15 @@ def _reusable(
 
 def _driver(
     settings: AdaptiveSettings | None, plan: Plan, definitions: Mapping[str, str]
-) -> AdaptiveDriver | None:
-    """The adaptive driver of an ``--until-decided`` run (imported only then)."""
+) -> WaveDriver | None:
+    """The adaptive driver of an ``--until-decided`` run (imported only then): against
+    BASE, or each arm against the control arm."""
     if settings is None:
         return None
+    if plan.arms:
+        from .adaptive_arms import ArmsDriver
+
+        return ArmsDriver(settings, plan.scenarios, plan.arms)
     from .adaptive import AdaptiveDriver
 
     return AdaptiveDriver(settings, plan.scenarios, definitions)

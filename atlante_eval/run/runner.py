@@ -49,7 +49,7 @@ from .record import Recording, RecordOutcome, record_run, recording_for
 from .tracking import RunProgress, scenario_results
 
 if TYPE_CHECKING:
-    from .adaptive import AdaptiveDriver
+    from .waves import WaveDriver
 
 __all__ = [
     "DEFAULT_JOBS",
@@ -247,7 +247,7 @@ async def _drive(
     progress: RunProgress,
     reused: Mapping[int, TrialResult],
     pending: list[int],
-    driver: AdaptiveDriver | None,
+    driver: WaveDriver | None,
 ) -> BaseException | None:
     """Run the engine under the caller's interrupt; return the error that stopped it, if any."""
     with anyio.CancelScope() as scope:
@@ -257,7 +257,7 @@ async def _drive(
         try:
             await call_sink(on_event, started)
             if driver is not None:
-                from .adaptive import run_adaptive
+                from .waves import run_adaptive
 
                 await run_adaptive(driver, engine, progress, dict(reused))
             else:
@@ -489,10 +489,11 @@ def _decorations(ready: PreparedRun) -> Callable[[RunReport], RunReport] | None:
         return first
     from ..report.uplift import with_uplift  # comparison: only for a run with arms
 
+    options = ready.options  # an adaptive run's alpha and margin (else the defaults)
     if first is None:
-        return with_uplift
+        return lambda report: with_uplift(report, alpha=options.alpha, margin=options.margin)
     earlier = first
-    return lambda report: with_uplift(earlier(report))
+    return lambda report: with_uplift(earlier(report), alpha=options.alpha, margin=options.margin)
 
 
 def _decorate(split: ShardSplit | None) -> Callable[[RunReport], RunReport] | None:
@@ -595,10 +596,12 @@ async def run_eval(
         balance_from: the earlier report (or its run directory) ``"duration"`` reads;
             every shard must read the same one.
         last_failed: run only scenarios that did not fully pass in the previous report.
-        against: a baseline report (or its run directory) for ``until_decided``.
+        against: a baseline report (or its run directory) for ``until_decided``
+            (a run without arms).
         until_decided: run adaptively: add trials to scenarios whose comparison with
             ``against`` is undecided until decided, ``max_trials``, the session budget
-            or ``max_cost`` (see docs/statistics.md, "Adaptive runs"). The report's
+            or ``max_cost`` (see docs/statistics.md, "Adaptive runs"); with arms, decide
+            each arm against the control arm instead (docs/variants.md). The report's
             ``adaptive`` field holds the decision record.
         min_trials: adaptive runs: trials at the first look (default ``trials``).
         max_trials: adaptive runs: most trials per scenario (default 50).

@@ -7,7 +7,8 @@ scenarios; :mod:`.planning`: trials needed at the real target power;
 :mod:`.sequential`: the adaptive design's looks and decisions, calibrated exactly
 by :mod:`.boundaries` over every outcome (:mod:`.exact`), with futility stops
 (:mod:`.futility`); :mod:`.operating` computes its error rates, power and
-expected trials exactly, and :mod:`.simulation` replays it. Only
+expected trials exactly, and :mod:`.simulation` replays it. :mod:`.two_sample`
+calibrates the same rule for arms, whose control grows with them. Only
 :mod:`.proportions` is re-exported here: the rest loads with ``compare`` or the
 first adaptive run.
 """

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from .proportions import ComparisonVerdict, compare_proportions, verdict
 from .sequential import SequentialDesign, assess
+from .two_sample import assess_arm
 
-__all__ = ["Simulation", "fixed_power", "fixed_trials_for_power", "simulate"]
+__all__ = ["Simulation", "fixed_power", "fixed_trials_for_power", "simulate", "simulate_arms"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,56 @@ def simulate(
                 judge,
                 base_passed=base,
                 base_graded=base_trials,
+                passed=passed,
+                graded=done,
+                look=look,
+            )
+            outcome = "undecidable" if judged.stop == "undecidable" else judged.verdict
+            if judged.stop is not None:
+                break
+        decisions[outcome] += 1
+        used += done
+    return Simulation(runs=runs, decisions=dict(decisions), mean_trials=used / runs)
+
+
+def simulate_arms(
+    design: SequentialDesign,
+    *,
+    control_rate: float,
+    arm_rate: float,
+    runs: int,
+    seed: int,
+    naive: bool = False,
+) -> Simulation:
+    """Run the arms' stopping rule ``runs`` times: control and arm grow look by look.
+
+    ``mean_trials`` counts the arm's trials (the control has as many). With
+    ``naive``, each look is judged by a design calibrated for one look only.
+    """
+    judge = (
+        SequentialDesign(
+            alpha=design.alpha,
+            margin=design.margin,
+            looks=(design.looks[-1],),
+            family=design.family,
+        )
+        if naive
+        else design
+    )
+    rng = random.Random(seed)  # noqa: S311 - a seeded simulation, not a secret
+    decisions: Counter[str] = Counter()
+    used = 0
+    for _ in range(runs):
+        control = passed = done = 0
+        outcome = "inconclusive"
+        for look in design.looks:
+            control += _binomial(rng, look - done, control_rate)
+            passed += _binomial(rng, look - done, arm_rate)
+            done = look
+            judged = assess_arm(
+                judge,
+                control_passed=control,
+                control_graded=done,
                 passed=passed,
                 graded=done,
                 look=look,

@@ -13,6 +13,7 @@ __all__ = ["look_line", "overall_line", "stop_text", "summary_lines"]
 
 _METHOD = {
     "exact-pocock": "exact group-sequential design",
+    "exact-pocock-arms": "exact group-sequential design, control and arms growing together",
     "bonferroni-looks": "Bonferroni over the looks",
 }
 
@@ -33,6 +34,7 @@ def look_line(event: ScenarioLooked) -> str:
     """``flip: look at 6 trials · 0% vs base 100% · -100.0 [-100.0, -48.3] pts · regressed``."""
     look = event.look
     rate = look.passed / look.graded if look.graded else 0.0
+    against = "base" if event.control is None else f"control {printable(event.control)}"
     low, high = look.interval
     state = (
         "continues"
@@ -43,7 +45,7 @@ def look_line(event: ScenarioLooked) -> str:
     )
     return (
         f"{printable(event.scenario)}: look at {look.trials} trials · "
-        f"{round(rate * 100)}% vs base {round(event.base_rate * 100)}% · "
+        f"{round(rate * 100)}% vs {against} {round(event.base_rate * 100)}% · "
         f"{_points(look.difference)} [{_points(low)}, {_points(high)}] pts · "
         f"{look.verdict} ({state})"
     )
@@ -62,8 +64,13 @@ def overall_line(overall: AdaptiveOverall) -> str:
 
 def summary_lines(record: AdaptiveRecord) -> list[str]:
     """The summary's adaptive section: per scenario decision, overall, saving, compare's view."""
+    against = (
+        f"each arm against the control arm {printable(record.control)}"
+        if record.control is not None
+        else f"against {printable(record.baseline_run_id)}"
+    )
     lines = [
-        f"adaptive against {printable(record.baseline_run_id)} · "
+        f"adaptive {against} · "
         f"{_METHOD.get(record.method, record.method)} · {len(record.looks)} planned "
         f"looks ({', '.join(str(n) for n in record.looks)}) · alpha {record.alpha:g} · "
         f"margin {record.margin:g}"
