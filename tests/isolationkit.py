@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from atlante_eval import TrialResult
@@ -128,3 +130,26 @@ def outcomes(trial: TrialResult, *, agent_only: bool = False) -> dict[str, dict[
 #: cgroup subtree (``eval-limits-unavailable``), and the attacks run as ``nobody``
 #: do not depend on them.
 NO_CGROUP_LIMITS = ["--limit", "memoryMb=unlimited", "--limit", "pids=unlimited"]
+
+
+async def wait_for_file(pattern: str, root: Path) -> Path:
+    """Wait for a file matching ``pattern`` under ``root`` (the engine makes it)."""
+    while True:
+        found = sorted([Path(p) async for p in anyio.Path(root).glob(pattern)])
+        if found:
+            return found[0]
+        await anyio.sleep(0.02)
+
+
+async def release_fifo(fifo: Path) -> None:
+    """Open the FIFO's write end once its reader is there, and close it (EOF)."""
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            await anyio.sleep(0.02)
+            continue
+        os.close(fd)
+        return

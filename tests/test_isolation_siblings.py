@@ -9,8 +9,6 @@ visible and the victim fails, as it should.
 
 from __future__ import annotations
 
-import errno
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -19,36 +17,13 @@ from typing import Any, Literal
 import anyio
 import pytest
 from factory import make_project, scenario
-from isolationkit import ATTACK_SCRIPT, require_bwrap
+from isolationkit import ATTACK_SCRIPT, release_fifo, require_bwrap, wait_for_file
 from standin import StandinHost, actions
 
 from atlante_eval import RunReport, TrialFinished, run_eval
 
 #: Generous bound on the whole orchestration; never reached on a working machine.
 _DEADLINE_S = 300
-
-
-async def _file(pattern: str, root: Path) -> Path:
-    """Wait for a file matching ``pattern`` under ``root`` (the engine makes it)."""
-    while True:
-        found = sorted([Path(p) async for p in anyio.Path(root).glob(pattern)])
-        if found:
-            return found[0]
-        await anyio.sleep(0.02)
-
-
-async def _release(fifo: Path) -> None:
-    """Open the FIFO's write end once its reader is there, and close it (EOF)."""
-    while True:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:
-                raise
-            await anyio.sleep(0.02)
-            continue
-        os.close(fd)
-        return
 
 
 def _scenarios(runner: str) -> list[dict[str, Any]]:
@@ -112,11 +87,11 @@ def test_sibling_sandbox_write(
             attacker_done.set()  # after its session and its checks: the attack is over
 
     async def orchestrate() -> None:
-        attacker_gate = await _file("*/attacker-trial-0-*/project/gate", runs)
-        victim_gate = await _file("*/victim-trial-0-*/project/gate", runs)
-        await _release(attacker_gate)
+        attacker_gate = await wait_for_file("*/attacker-trial-0-*/project/gate", runs)
+        victim_gate = await wait_for_file("*/victim-trial-0-*/project/gate", runs)
+        await release_fifo(attacker_gate)
         await attacker_done.wait()
-        await _release(victim_gate)
+        await release_fifo(victim_gate)
 
     async def main() -> None:
         with anyio.fail_after(_DEADLINE_S):

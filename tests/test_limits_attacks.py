@@ -11,8 +11,6 @@ every run, no process of the hog and no control group is left.
 
 from __future__ import annotations
 
-import errno
-import os
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -22,7 +20,7 @@ from typing import Literal
 import anyio
 import pytest
 from factory import make_project, scenario
-from isolationkit import require_bwrap
+from isolationkit import release_fifo, require_bwrap, wait_for_file
 from limitskit import HOG, groups_left, processes_with, require_cgroups, token
 from standin import StandinHost, actions
 
@@ -36,29 +34,6 @@ _ATTACKS: dict[str, tuple[int, dict[str, int], int]] = {
     "memory": (1024, {"memoryMb": 256}, 64),
     "tmp": (2048, {"tmpMb": 256}, 64),
 }
-
-
-async def _file(pattern: str, root: Path) -> Path:
-    """Wait for a file matching ``pattern`` under ``root``."""
-    while True:
-        found = sorted([Path(p) async for p in anyio.Path(root).glob(pattern)])
-        if found:
-            return found[0]
-        await anyio.sleep(0.02)
-
-
-async def _release(fifo: Path) -> None:
-    """Open the FIFO's write end once its reader is there, and close it (EOF)."""
-    while True:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:
-                raise
-            await anyio.sleep(0.02)
-            continue
-        os.close(fd)
-        return
 
 
 def _project(root: Path, kind: str, marker: str, *, where: str = "check") -> Path:
@@ -110,10 +85,10 @@ def _run(
             sibling_done.set()
 
     async def orchestrate() -> None:
-        gate = await _file("*/sibling-trial-0-*/project/gate", runs)
+        gate = await wait_for_file("*/sibling-trial-0-*/project/gate", runs)
         if coordinated:
-            ready = await _file("*/bomb-trial-0-*/project/hog-ready", runs)
-        await _release(gate)
+            ready = await wait_for_file("*/bomb-trial-0-*/project/hog-ready", runs)
+        await release_fifo(gate)
         await sibling_done.wait()
         if coordinated:
             (ready.parent / "hog-release").touch()
