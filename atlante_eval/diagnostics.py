@@ -122,7 +122,6 @@ CODES: dict[str, str] = {
     "regrade-no-final-state": "regrade: the run stored no final state a regrade could rebuild.",
     "regrade-scenario-missing": "regrade: a scenario of the run is not in the project.",
     "regrade-selftest-run": "regrade: the run is a selftest run (run selftest again instead).",
-    "regrade-arms-run": "regrade: the run ran arms (eval.variants), which it cannot rebuild yet.",
     "adaptive-baseline-mismatch": "An adaptive run's baseline shares no scenario with the plan.",
     "adaptive-scenario-changed": "A scenario's definition differs from the adaptive baseline's.",
     "adaptive-cost-unknown": "--max-cost is set but the host reported no cost.",

@@ -610,26 +610,92 @@ def test_a_scenario_gone_from_the_project_is_named(tmp_path: Path) -> None:
     assert list(json.loads(result.stdout)["scenarios"]) == ["keep"]
 
 
-def test_a_run_with_arms_is_refused(tmp_path: Path) -> None:
-    """Each arm installs its own harness, which a rebuild does not: exit 2, nothing published."""
-    prompt = actions({"write": "a.txt", "content": "1"})
-    project = make_project(
+def _armed(tmp_path: Path) -> Path:
+    """A scenario whose first check needs the harness's agent file, with a too strict
+    second check; arms: the bare host (control) and the project's harness."""
+    prompt = actions({"write": "a.txt", "content": "done\n"})
+    checks = [
+        {"type": "file-exists", "path": ".opencode/agents/reviewer.md"},
+        {"type": "file-contains", "path": "a.txt", "pattern": "DONE"},
+    ]
+    return make_project(
         tmp_path / "p",
-        scenarios=[_doc("armed", prompt, [{"type": "file-exists", "path": "a.txt"}])],
+        scenarios=[_doc("armed", prompt, checks, agent="reviewer")],
         eval_extra={
             "variants": [{"name": "bare", "harness": "none", "control": True}, {"name": "full"}],
             "gateway": "off",
         },
     )
-    report = anyio.run(lambda: run_eval(project, host=StandinHost(), trials=1, html=False))
+
+
+def _armed_run(project: Path) -> tuple[Path, RunReport]:
+    report = anyio.run(lambda: run_eval(project, host=StandinHost(), trials=2, html=False))
     assert [a.name for a in report.meta.variants or []] == ["bare", "full"]
-    run_dir = project / ".atlante" / "eval" / report.run_id
-    _rewrite(project, "armed", checks=[{"type": "file-exists", "path": "b.txt"}])
+    return project / ".atlante" / "eval" / report.run_id, report
+
+
+def test_a_run_with_arms_is_regraded_arm_by_arm(tmp_path: Path) -> None:
+    """Each arm's trials are rebuilt with that arm's harness: with the strict check fixed,
+    the harness arm passes and the bare one still fails, and the uplift follows."""
+    project = _armed(tmp_path)
+    run_dir, original = _armed_run(project)
+    assert [t.verdict for t in original.scenarios["armed"].trials] == ["fail", "fail"]
+    full = original.scenarios["armed"].arms
+    assert full is not None
+    assert [t.verdict for t in full["full"].trials] == ["fail", "fail"]
+    _rewrite(
+        project,
+        "armed",
+        checks=[
+            {"type": "file-exists", "path": ".opencode/agents/reviewer.md"},
+            {"type": "file-contains", "path": "a.txt", "pattern": "done"},
+        ],
+    )
+    result, new_dir = _regrade(project, run_dir)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert new_dir is not None
+    regraded = report_of(new_dir / "report.json")
+    assert regraded.meta.variants == original.meta.variants
+    bare = regraded.scenarios["armed"]
+    # The bare arm's rebuilt sandbox has no agent file: its first check still fails.
+    assert [t.verdict for t in bare.trials] == ["fail", "fail"]
+    assert all(t.checks is not None and t.checks[0].verdict == "fail" for t in bare.trials)
+    assert bare.arms is not None
+    assert [t.verdict for t in bare.arms["full"].trials] == ["pass", "pass"]
+    assert all(
+        t.regrade is not None and t.regrade.status == "regraded" for t in bare.arms["full"].trials
+    )
+    assert regraded.uplift is not None
+    assert regraded.uplift.arms["full"].scenarios["armed"].arm_passed == 2
+    assert "armed@full:0  fail -> pass" in result.stdout
+    # each arm's trial files went with it
+    assert (new_dir / "trials" / "armed@full" / "0").is_dir()
+
+
+def test_an_arm_whose_build_changed_or_is_gone_is_refused(tmp_path: Path) -> None:
+    """A path arm rebuilt since the run, or an arm no longer configured: regrade-task-changed."""
+    project = _armed(tmp_path)
+    run_dir, _original = _armed_run(project)
+    config = project / "atlante.jsonc"
+    document = json.loads(config.read_text())
+    document["eval"]["variants"] = [{"name": "bare", "harness": "none", "control": True}]
+    write_json(config, document)
     result, new_dir = _regrade(project, run_dir)
     assert result.exit_code == 2, result.stdout + result.stderr
     assert new_dir is None
-    assert "regrade-arms-run" in result.stderr
-    assert "bare, full" in result.stderr
+    assert "regrade-task-changed" in result.stderr
+    assert 'arm "full"' in result.stderr
+    assert "no longer in eval.variants" in " ".join(result.stderr.split())
+    # The arm is back but now installs no harness: its trials were built with one.
+    document["eval"]["variants"] = [
+        {"name": "bare", "harness": "none", "control": True},
+        {"name": "full", "harness": "none"},
+    ]
+    write_json(config, document)
+    result, new_dir = _regrade(project, run_dir)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert new_dir is None
+    assert "another build" in " ".join(result.stderr.split())
 
 
 def test_an_edited_manifest_makes_its_trial_unavailable(tmp_path: Path) -> None:

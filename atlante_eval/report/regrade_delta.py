@@ -32,7 +32,7 @@ class TrialChange(OutputModel):
     """A trial whose verdict differs between the two reports."""
 
     scenario: str
-    """Scenario name."""
+    """Scenario name (``scenario@arm`` for an arm's trial in a run with arms)."""
     i: int
     """Trial index."""
     before: Verdict
@@ -101,6 +101,16 @@ def _change(scenario: str, old: TrialResult, new: TrialResult) -> TrialChange:
     )
 
 
+def _by_key(report: RunReport) -> dict[str, list[TrialResult]]:
+    """Every scenario's trials, and each arm's as ``scenario@arm`` (a run with arms)."""
+    found: dict[str, list[TrialResult]] = {}
+    for name, result in report.scenarios.items():
+        found[name] = result.trials
+        for arm, trials in (result.arms or {}).items():
+            found[f"{name}@{arm}"] = trials.trials
+    return found
+
+
 def regrade_delta(base: RunReport, head: RunReport) -> RegradeDelta | None:
     """The trials whose verdict differs, when one report regraded the other (else ``None``)."""
     if head.meta.regraded_from == base.run_id:
@@ -109,11 +119,12 @@ def regrade_delta(base: RunReport, head: RunReport) -> RegradeDelta | None:
         regraded = base
     else:
         return None
+    before, after = _by_key(base), _by_key(head)
     pairs = [
         (name, old, new)
-        for name in sorted(base.scenarios.keys() & head.scenarios.keys())
-        for old in base.scenarios[name].trials
-        for new in head.scenarios[name].trials
+        for name in sorted(before.keys() & after.keys())
+        for old in before[name]
+        for new in after[name]
         if old.i == new.i
     ]
     statuses = [(new if regraded is head else old).regrade for _name, old, new in pairs]

@@ -9,9 +9,10 @@ what stopped a run. :mod:`.options` is the one run-options model (the CLI and
 ``run_eval`` both build it) and :mod:`.isolate` the one isolation resolver (``run``
 and ``selftest`` both call it); :mod:`.balance` splits ``--shard`` runs;
 :mod:`.waves` drives ``--until-decided`` wave by wave, decided by :mod:`.adaptive`
-(against BASE) or :mod:`.adaptive_arms` (each arm against the control arm); :mod:`.grading` is the one grading
-path, which :mod:`.regrade` (``regrade_run``, with :mod:`.regrade_basis` and
-:mod:`.regrader`) shares to judge stored trials again;
+(against BASE) or :mod:`.adaptive_arms` (each arm against the control arm);
+:mod:`.grading` is the one grading path, which :mod:`.regrade` (``regrade_run``,
+with :mod:`.regrade_basis`, :mod:`.regrade_sides` and :mod:`.regrader`) shares to
+judge stored trials again;
 :mod:`.summary` and :mod:`.limits` are small helpers. Only the options model is
 re-exported: the engine is imported by path.
 """

@@ -14,6 +14,7 @@ becomes that trial's verdict; it never stops the others.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import os
 import time
@@ -537,6 +538,8 @@ class Engine:
         settings = self.options.final_state
         if self._store is None or settings is None:
             return None
+        if planned.variant is not None:  # the task basis names the arm's own harness build
+            settings = dataclasses.replace(settings, native_digest=self._native(planned).digest)
         state = TrialState(
             self._store,
             settings,

@@ -54,7 +54,6 @@ from .lifecycle import ActiveRun, run_lifecycle
 from .options import DEFAULT_JOBS
 from .regrade_basis import (
     Loaded,
-    arms_refusal,
     check_tasks,
     load_states,
     no_state_error,
@@ -62,6 +61,7 @@ from .regrade_basis import (
     select_scenarios,
     selftest_refusal,
 )
+from .regrade_sides import Side, regrade_sides
 from .regrader import TrialRegrader
 from .summary import scenario_result
 
@@ -87,6 +87,7 @@ class _Regrade:
 
     original: RunReport
     states: Mapping[tuple[str, int], Loaded]
+    """Final states by ``(key, index)``."""
     regrader: TrialRegrader
     carried: set[str] = field(default_factory=set)
     """Manifest paths carried whole into the new run."""
@@ -106,17 +107,22 @@ def _unavailable(trial: TrialResult, reason: str) -> TrialResult:
     )
 
 
-async def _regrade_trial(job: _Regrade, scenario: Scenario, trial: TrialResult) -> TrialResult:
+async def _regrade_trial(
+    job: _Regrade, scenario: Scenario, side: Side, trial: TrialResult
+) -> TrialResult:
     """The trial judged by the scenario's current checks (or kept, or unavailable)."""
     if trial.checks is None:
         return trial.model_copy(
             update={"regrade": TrialRegrade(status="kept", previous_verdict=trial.verdict)}
         )
-    loaded = job.states.get((scenario.name, trial.i))
+    key = side.key(scenario.name)
+    loaded = job.states.get((key, trial.i))
     if loaded is None or isinstance(loaded, str):
         return _unavailable(trial, loaded or "no final state was stored for this trial")
     try:
-        regraded = await job.regrader.grade(scenario, trial.i, loaded, tampered=trial.tampered)
+        regraded = await job.regrader.grade(
+            scenario, trial.i, loaded, tampered=trial.tampered, key=key, native=side.native
+        )
     except RebuildError as exc:
         return _unavailable(trial, str(exc))
     if regraded.graded.changed_files != trial.changed_files:
@@ -131,25 +137,29 @@ async def _regrade_trial(job: _Regrade, scenario: Scenario, trial: TrialResult) 
 
 
 async def _regrade_all(
-    job: _Regrade, selected: Sequence[Scenario], jobs: int
+    job: _Regrade, selected: Sequence[Scenario], sides: Sequence[Side], jobs: int
 ) -> dict[str, list[TrialResult]]:
-    """Every selected scenario's trials, regraded ``jobs`` at a time, in index order."""
+    """Every selected scenario's trials of every side, regraded ``jobs`` at a time, by key
+    (``scenario`` or ``scenario@arm``) in index order."""
     limiter = anyio.CapacityLimiter(max(1, jobs))
     results: dict[tuple[str, int], TrialResult] = {}
 
-    async def one(scenario: Scenario, trial: TrialResult) -> None:
+    async def one(scenario: Scenario, side: Side, trial: TrialResult) -> None:
         async with limiter:
-            results[(scenario.name, trial.i)] = await _regrade_trial(job, scenario, trial)
+            found = await _regrade_trial(job, scenario, side, trial)
+            results[(side.key(scenario.name), trial.i)] = found
 
+    pairs = [(scenario, side) for scenario in selected for side in sides]
     async with anyio.create_task_group() as group:
-        for scenario in selected:
-            for trial in job.original.scenarios[scenario.name].trials:
-                group.start_soon(one, scenario, trial)
+        for scenario, side in pairs:
+            for trial in side.trials(job.original, scenario.name):
+                group.start_soon(one, scenario, side, trial)
     return {
-        scenario.name: [
-            results[(scenario.name, t.i)] for t in job.original.scenarios[scenario.name].trials
+        side.key(scenario.name): [
+            results[(side.key(scenario.name), t.i)]
+            for t in side.trials(job.original, scenario.name)
         ]
-        for scenario in selected
+        for scenario, side in pairs
     }
 
 
@@ -183,10 +193,14 @@ def _meta(original: RunReport, jobs: int, confinement: _Confinement) -> Meta:
     )
 
 
-def _carry(source: Path, target: RunFiles, original: RunReport, names: Sequence[str]) -> set[str]:
+def _carry(
+    source: Path, target: RunFiles, original: RunReport, names: Sequence[str], sides: Sequence[Side]
+) -> set[str]:
     """Copy the selected trials' files and final states into the new run directory."""
-    trials = [(name, t) for name in names for t in original.scenarios[name].trials]
-    copy_trial_files(source, target, [(name, t.i) for name, t in trials])
+    trials = [
+        (side.key(name), t) for name in names for side in sides for t in side.trials(original, name)
+    ]
+    copy_trial_files(source, target, [(key, t.i) for key, t in trials])
     refs: list[FinalStateRef] = [t.final_state for _, t in trials if t.final_state is not None]
     if not refs:
         return set()
@@ -225,17 +239,16 @@ async def regrade_run(
     original = load_report(original_path)
     if original.meta.host == SELFTEST_HOST:
         raise selftest_refusal(original, original_path)
-    if original.meta.variants:
-        raise arms_refusal(original, original_path)
     suite = load_suite(project, scenario_filter=list(scenarios))
     selected = select_scenarios(original, suite, original_path, filtered=bool(scenarios))
+    sides = regrade_sides(original, suite, original_path)
     source = RunFiles.open_existing(original_path.parent)
     with contextlib.closing(source):
-        states = await anyio.to_thread.run_sync(load_states, source, original, selected)
+        states = await anyio.to_thread.run_sync(load_states, source, original, selected, sides)
     if not any(isinstance(s, FinalState) for s in states.values()):
         raise no_state_error(original, original_path, selected)
     digests = await anyio.to_thread.run_sync(scenario_digests, selected)
-    check_tasks(original, suite, selected, states, digests, original_path)
+    check_tasks(original, selected, sides, states, digests)
     mode: IsolationMode = "os" if original.meta.isolation == "os" else "none"
     bwrap = await preflight_isolation(mode)
     settings = _Confinement(
@@ -250,6 +263,7 @@ async def regrade_run(
         original,
         original_path,
         selected,
+        sides,
         states,
         digests,
         settings=settings,
@@ -264,6 +278,7 @@ async def _publish(
     original: RunReport,
     original_path: Path,
     selected: Sequence[Scenario],
+    sides: Sequence[Side],
     states: Mapping[tuple[str, int], Loaded],
     digests: Mapping[str, str],
     *,
@@ -276,17 +291,27 @@ async def _publish(
     regraded: dict[str, list[TrialResult]] = {}
 
     def results(_stopped: bool) -> dict[str, ScenarioResult]:
-        return {
-            scenario.name: scenario_result(
-                scenario,
-                regraded[scenario.name],
-                fingerprint=extra["fingerprint"],
-                definition=extra["definition"],
+        found: dict[str, ScenarioResult] = {}
+        for scenario in selected:
+            if scenario.name not in regraded:
+                continue
+            per_side = {
+                side.arm: scenario_result(
+                    scenario,
+                    regraded[side.key(scenario.name)],
+                    fingerprint=identity["fingerprint"],
+                    definition=identity["definition"],
+                )
+                for side in sides
+                for identity in [_identity(suite, original, scenario, digests, side)]
+            }
+            control = per_side.pop(sides[0].arm)
+            found[scenario.name] = (
+                control.model_copy(update={"arms": dict(sorted(per_side.items()))})
+                if per_side
+                else control
             )
-            for scenario in selected
-            if scenario.name in regraded
-            for extra in [_identity(suite, original, scenario, digests)]
-        }
+        return found
 
     async with run_lifecycle(
         project_root=suite.project.root,
@@ -295,10 +320,11 @@ async def _publish(
         keep=False,
         results=results,
         partial=False,
+        decorate=_uplift if original.meta.variants else None,
     ) as run:
         names = [s.name for s in selected]
         carried = await anyio.to_thread.run_sync(
-            _carry, original_path.parent, run.files, original, names
+            _carry, original_path.parent, run.files, original, names, sides
         )
         store = BlobStore.open(run.files)
         if store is None:
@@ -320,7 +346,7 @@ async def _publish(
                 carried=carried,
             )
             async with run_limit_groups(settings.limits):
-                regraded.update(await _regrade_all(job, selected, jobs))
+                regraded.update(await _regrade_all(job, selected, sides, jobs))
     assert run.report is not None
     assert run.report_path is not None
     page = await _html(run) if html else None
@@ -334,24 +360,31 @@ async def _publish(
     )
 
 
+def _uplift(report: RunReport) -> RunReport:
+    """The regraded arms' uplift section, from the new verdicts."""
+    from ..report.uplift import with_uplift
+
+    return with_uplift(report)
+
+
 def _identity(
-    suite: Suite, original: RunReport, scenario: Scenario, digests: Mapping[str, str]
+    suite: Suite, original: RunReport, scenario: Scenario, digests: Mapping[str, str], side: Side
 ) -> dict[str, str | None]:
-    """The regraded scenario's fingerprint and definition digest (its checks are current)."""
+    """The regraded trials' fingerprint and definition digest (their checks are current)."""
     from ..project import definition_digest, scenario_fingerprint
 
-    assert suite.native is not None
     definition = definition_digest(scenario, fixture=digests.get(scenario.name))
     budget = scenario.document.budget
     meta = original.meta
+    info = side.info
     return {
         "definition": definition,
         "fingerprint": scenario_fingerprint(
             scenario,
-            manifest_digest=suite.native.digest,
+            manifest_digest=side.native.digest,
             host=meta.host,
-            host_version=meta.host_version,
-            model=suite.project.eval.model,
+            host_version=info.host_version if info is not None else meta.host_version,
+            model=info.model if info is not None else suite.project.eval.model,
             timeout_ms=budget.timeout_ms if budget is not None else meta.config.timeout_ms,
             max_tokens=meta.config.max_tokens,
             definition=definition,

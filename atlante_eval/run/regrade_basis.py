@@ -24,11 +24,11 @@ from ..report.final_state import FinalState, ManifestError, TaskBasis
 from ..report.state_files import read_final_state
 from ..transcript import LOG_CHARS, Redactor, TranscriptEntry, cap_text
 from ..trial.finalstate import task_basis
+from .regrade_sides import Side
 
 __all__ = [
     "Loaded",
     "OutputKeeper",
-    "arms_refusal",
     "check_tasks",
     "load_states",
     "no_state_error",
@@ -85,27 +85,29 @@ def select_scenarios(
 
 
 def load_states(
-    run: RunFiles, original: RunReport, selected: Sequence[Scenario]
+    run: RunFiles, original: RunReport, selected: Sequence[Scenario], sides: Sequence[Side]
 ) -> dict[tuple[str, int], Loaded]:
-    """Each graded trial's final state, or why it cannot be used."""
+    """Each graded trial's final state, or why it cannot be used, by ``(key, index)``."""
     states: dict[tuple[str, int], Loaded] = {}
     for scenario in selected:
-        for trial in original.scenarios[scenario.name].trials:
-            ref = trial.final_state
-            if trial.checks is None:
-                continue
-            if ref is None:
-                states[(scenario.name, trial.i)] = "no final state was stored for this trial"
-                continue
-            if not ref.complete:
-                states[(scenario.name, trial.i)] = (
-                    f"its final state was not stored whole ({ref.reason or 'entries omitted'})"
-                )
-                continue
-            try:
-                states[(scenario.name, trial.i)] = read_final_state(run, ref)
-            except ManifestError as exc:
-                states[(scenario.name, trial.i)] = str(exc)
+        for side in sides:
+            key = side.key(scenario.name)
+            for trial in side.trials(original, scenario.name):
+                ref = trial.final_state
+                if trial.checks is None:
+                    continue
+                if ref is None:
+                    states[(key, trial.i)] = "no final state was stored for this trial"
+                    continue
+                if not ref.complete:
+                    states[(key, trial.i)] = (
+                        f"its final state was not stored whole ({ref.reason or 'entries omitted'})"
+                    )
+                    continue
+                try:
+                    states[(key, trial.i)] = read_final_state(run, ref)
+                except ManifestError as exc:
+                    states[(key, trial.i)] = str(exc)
     return states
 
 
@@ -119,24 +121,6 @@ def selftest_refusal(original: RunReport, where: Path) -> DiagnosticError:
                 "follow the checks, so it is not regraded",
                 source=display_path(where),
                 next="run `atlante-eval selftest` again: it needs no model",
-            )
-        ]
-    )
-
-
-def arms_refusal(original: RunReport, where: Path) -> DiagnosticError:
-    """``regrade-arms-run``: each arm installs its own harness, which a rebuild does not yet."""
-    names = ", ".join(arm.name for arm in original.meta.variants or [])
-    return DiagnosticError(
-        [
-            error(
-                "regrade-arms-run",
-                f"run {original.run_id} ran arms ({names}): each arm's trials were built "
-                "with that arm's harness, and regrade rebuilds trials with the project's "
-                "one harness only",
-                source=display_path(where),
-                next="run the arms again (`atlante-eval run`), or regrade a run without "
-                "eval.variants (`--variants none`)",
             )
         ]
     )
@@ -184,29 +168,40 @@ def _differences(stored: TaskBasis, current: TaskBasis) -> list[str]:
 
 def check_tasks(
     original: RunReport,
-    suite: Suite,
     selected: Sequence[Scenario],
+    sides: Sequence[Side],
     states: Mapping[tuple[str, int], Loaded],
     digests: Mapping[str, str],
-    where: Path,
 ) -> None:
     """Refuse scenarios whose task changed since the run (the checks may differ).
+
+    Each side's trials are compared with the task as that side assembles it (its
+    arm's native outputs).
 
     Raises:
         DiagnosticError: ``regrade-task-changed`` (exit 2), one per changed scenario.
     """
-    assert suite.native is not None
     problems: list[Diagnostic] = []
     for scenario in selected:
-        current = task_basis(
-            scenario, fixture=digests.get(scenario.name), native=suite.native.digest
-        )
         changed: set[str] = set()
-        for trial in original.scenarios[scenario.name].trials:
-            state = states.get((scenario.name, trial.i))
-            if isinstance(state, FinalState):
-                changed.update(_differences(state.task, current))
-        if not changed and original.meta.manifest_digest not in (None, suite.native.digest):
+        for side in sides:
+            current = task_basis(
+                scenario, fixture=digests.get(scenario.name), native=side.native.digest
+            )
+            for trial in side.trials(original, scenario.name):
+                state = states.get((side.key(scenario.name), trial.i))
+                if isinstance(state, FinalState):
+                    changed.update(_differences(state.task, current))
+        recorded = original.meta.manifest_digest
+        if (
+            not changed
+            and not original.meta.variants
+            and recorded
+            not in (
+                None,
+                sides[0].native.digest,
+            )
+        ):
             changed.add("native")
         if changed:
             what = ", ".join(_PARTS[part] for part in _PARTS if part in changed)
@@ -249,13 +244,18 @@ class OutputKeeper:
 
 
 def trial_outputs(
-    run: RunFiles, scenario: Scenario, index: int
+    run: RunFiles, scenario: Scenario, index: int, key: str | None = None
 ) -> tuple[list[TranscriptEntry] | None, str | None, OutputKeeper]:
-    """The trial's transcript for behaviour checks (or why none), and where outputs go."""
-    keeper = OutputKeeper(run, scenario.name, index)
+    """The trial's transcript for behaviour checks (or why none), and where outputs go.
+
+    ``key`` names the trial's directory (``scenario@arm`` for an arm's trial; default
+    the scenario's name).
+    """
+    where = key or scenario.name
+    keeper = OutputKeeper(run, where, index)
     if not any(c.type in BEHAVIOUR_CHECK_TAGS for c in scenario.document.checks):
         return None, None, keeper
-    files = run.trial(scenario.name, index, create=False)
+    files = run.trial(where, index, create=False)
     if files is None:
         return None, f"{NO_TRANSCRIPT}: none was recorded", keeper
     with files:

@@ -82,16 +82,20 @@ class TrialRegrader:
         state: FinalState,
         *,
         tampered: Sequence[TamperEvidence] | None = None,
+        key: str | None = None,
+        native: NativeOutputs | None = None,
     ) -> Regraded:
         """Rebuild trial ``index`` of ``scenario`` from ``state``; run its current checks.
 
         ``tampered`` is the trial's stream-tampering evidence: behaviour checks then get
-        no transcript (``error``), as in the run.
+        no transcript (``error``), as in the run. ``key`` names the trial's directory
+        (an arm's trial: ``scenario@arm``) and ``native`` the native outputs its sandbox
+        was assembled with (an arm's; default :attr:`native`).
 
         Raises:
             RebuildError: the sandbox cannot be rebuilt as the trial left it.
         """
-        transcript, transcript_error, keeper = trial_outputs(self.files, scenario, index)
+        transcript, transcript_error, keeper = trial_outputs(self.files, scenario, index, key)
         if tampered and transcript is not None:
             transcript, transcript_error = None, untrusted_transcript(tampered)
         async with (
@@ -101,7 +105,7 @@ class TrialRegrader:
                 self.run_root,
                 scenario,
                 state,
-                native=self.native,
+                native=native or self.native,
                 store=self.store,
                 owner=owned,
                 skeleton=self.skeleton,
