@@ -191,3 +191,26 @@ def test_resume_of_an_interrupted_run_with_arms_reaches_the_same_decisions(
     ]
     assert len(reused) >= 16
     assert host.sessions == whole.adaptive.trials_used - len(reused)  # type: ignore[union-attr]
+
+
+def test_max_sessions_stops_every_arm(tmp_path: Path) -> None:
+    """The session budget is shared by all arms: once spent, every arm stops as
+    ``max-sessions`` and the trials it cut off are skipped-budget."""
+    root = make_project(
+        tmp_path / "p",
+        scenarios=[scenario("plain")],
+        eval_extra={
+            "variants": _ARMS,
+            "budget": {"trials": 2, "maxSessions": 10},
+            "gateway": "off",
+        },
+    )
+    host = StandinHost()
+    report = _run(root, host, jobs=1, **{**_ADAPTIVE, "min_trials": 6})
+    assert report.adaptive is not None
+    # 5 against 5 passing trials decide nothing yet; the budget ends the run
+    assert report.adaptive.scenarios["plain@project"].stopped == "max-sessions"
+    assert report.adaptive.scenarios["plain@project"].decision == "inconclusive"
+    assert host.sessions == 10
+    trials = [t for arm in ("bare", "project") for t in arm_scenarios(report, arm)["plain"].trials]
+    assert sum(1 for t in trials if t.verdict == "skipped-budget") == 2
