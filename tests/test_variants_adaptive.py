@@ -12,7 +12,7 @@ from factory import make_project, scenario
 from standin import StandinHost
 from typer.testing import CliRunner, Result
 
-from atlante_eval import EvalRunError, ProgressEvent, RunReport, TrialFinished, run_eval
+from atlante_eval import EvalRunError, ProgressEvent, RunReport, TrialFinished, hosts, run_eval
 from atlante_eval.cli import app
 from atlante_eval.report import ScenarioLooked, arm_scenarios
 from atlante_eval.run import run_options
@@ -31,6 +31,10 @@ _ADAPTIVE: dict[str, Any] = {
     "max_trials": 20,
     "margin": 0.35,
 }
+
+
+#: The same bounds on the command line.
+_CLI_BOUNDS = ["--min-trials", "4", "--max-trials", "20", "--margin", "0.35"]
 
 
 def _project(root: Path, variants: list[dict[str, Any]] | None = None) -> Path:
@@ -137,7 +141,7 @@ def test_the_cli_decides_arms_without_against_and_refuses_against_with_arms(
         assert "Traceback" not in result.stdout + result.stderr
         return result
 
-    adaptive = ["--until-decided", "--min-trials", "4", "--max-trials", "20", "--margin", "0.35"]
+    adaptive = ["--until-decided", *_CLI_BOUNDS]
     against = invoke(*adaptive, "--against", str(tmp_path / "base.json"))
     assert against.exit_code == 2
     assert "this run has arms" in " ".join(against.stderr.split())
@@ -214,3 +218,30 @@ def test_max_sessions_stops_every_arm(tmp_path: Path) -> None:
     assert host.sessions == 10
     trials = [t for arm in ("bare", "project") for t in arm_scenarios(report, arm)["plain"].trials]
     assert sum(1 for t in trials if t.verdict == "skipped-budget") == 2
+
+
+def test_the_cli_prints_each_arms_looks_and_the_decisions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Progress names each arm's look against the control; a finished scenario gives every
+    arm's count; the summary says what each arm was decided against."""
+    monkeypatch.setitem(hosts.HOST_FACTORIES, "opencode", StandinHost)
+    monkeypatch.setenv("NO_COLOR", "1")
+    root = _project(tmp_path / "p")
+    result = CliRunner().invoke(
+        app,
+        ["run", str(root), "--until-decided", *_CLI_BOUNDS, "--no-html", "-j", "2"],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 1, result.stderr  # the bare arm fails needs-agent
+    lines = result.stderr.splitlines() + result.stdout.splitlines()
+    assert any(
+        line.startswith("needs-agent@project: look at 6 trials · 100% vs control bare 0%")
+        and line.endswith("improved (decided)")
+        for line in lines
+    ), lines
+    assert "needs-agent: 0/6 trials passed · [project] 6/6" in lines
+    assert any(
+        line.startswith("adaptive each arm against the control arm bare · ") for line in lines
+    )
+    assert "  needs-agent@project: improved after 6 trials (decided)" in lines

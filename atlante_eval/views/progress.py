@@ -309,12 +309,24 @@ class ProgressPrinter:
         stats = event.result.stats
         executed = stats.executed if stats else len(event.result.trials)
         passed = stats.passed if stats else 0
+        arms = "".join(
+            f" · [{arm}] {_passed(result)}" for arm, result in (event.result.arms or {}).items()
+        )
         if executed == 0:
-            self._line(f"{event.scenario}: no trials executed", scenario=event.scenario)
+            self._line(f"{event.scenario}: no trials executed{arms}", scenario=event.scenario)
         else:
             self._line(
-                f"{event.scenario}: {passed}/{executed} trials passed", scenario=event.scenario
+                f"{event.scenario}: {passed}/{executed} trials passed{arms}",
+                scenario=event.scenario,
             )
+
+
+def _passed(result: ScenarioResult) -> str:
+    """``6/6``: an arm's passing and executed trials."""
+    stats = result.stats
+    if stats is None:
+        return f"0/{len(result.trials)}"
+    return f"{stats.passed}/{stats.executed}"
 
 
 def _verdict_lines(result: ScenarioResult, config: MetaConfig | None) -> list[str]:
