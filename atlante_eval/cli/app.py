@@ -292,6 +292,8 @@ def main() -> None:
     Usage errors (an unknown option or command, a missing value) are printed as
     ``invalid-option`` diagnostics with the closest real option (:mod:`.usage`).
     """
+    from .._util.plugins import skip_pydantic_plugins
     from .usage import run_app
 
+    skip_pydantic_plugins()
     sys.exit(run_app(app, print_diagnostics))

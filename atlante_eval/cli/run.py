@@ -391,8 +391,10 @@ def run_command(
     import anyio
 
     from .._util.logs import configure_logging
+    from .._util.memory import cap_malloc_arenas
     from ..report import check_output_paths
 
+    cap_malloc_arenas()  # before the run's threads start
     configure_logging(log_format)
     check_output_paths({"--junit": junit}, {"--out": options.out})
     return anyio.run(_run_async, path, options, as_json, junit, log_format == "json")

@@ -1,0 +1,248 @@
+"""The history recorder's own process: SQLAlchemy never loads in the run's process.
+
+Recording a run (the store, SQLAlchemy and its driver, the comparison with the
+blessed baseline) costs about 12 MiB and a few hundred milliseconds of imports.
+A run's process does none of it: :class:`RecorderProcess` starts
+``python -m atlante_eval.run.recorder`` once the first session is over (from the
+prewarm thread, :mod:`.prewarm`), where it imports what recording needs while
+later sessions wait on the model; after the report is published, it is sent
+the :class:`~.record.Recording` and the report's path on stdin, records the
+report as :func:`~.record.record_run` always did (read back from the published
+file, as ``history ingest`` does) and answers with the
+:class:`~.record.RecordOutcome` as JSON on stdout. A run that ends without a
+report closes its stdin, and the child exits without touching the store.
+
+Nothing here can fail the run either: a child that cannot start, dies or answers
+nonsense is the same ``history-not-recorded`` warning as a store that cannot be
+opened. The child ignores SIGINT and SIGHUP, as recording in the run's own
+process did (the first Ctrl-C interrupts trials, not the recording); the run's
+process group still ends it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, get_args
+
+from ..choices import HistoryBackend
+from ..diagnostics import Diagnostic
+from ..history import HistoryLocation
+from ..history.models import IngestResult
+from .record import Recording, RecordOutcome, not_recorded, record_run
+
+__all__ = ["RecorderProcess", "main", "outcome_from_json", "outcome_to_json"]
+
+#: The child's entry point (this module).
+_MODULE = __name__
+#: What the child imports before it waits for the request (and the backend's dialect).
+_WARM = ("atlante_eval.report.loading", "atlante_eval.history.store", "atlante_eval.history.alerts")
+#: How much of a failed child's stderr a warning quotes.
+_STDERR_TAIL = 400
+
+
+class RecorderProcess:
+    """One run's recorder process: started early (:meth:`start`), used once (:meth:`record`).
+
+    Thread-safe: the prewarm thread starts it, a worker thread records, the run's
+    end closes it.
+    """
+
+    def __init__(self, recording: Recording) -> None:
+        self._recording = recording
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._spawn_error: OSError | None = None
+        self._used = False
+
+    def start(self) -> None:
+        """Start the child (once; a no-op after :meth:`record` or :meth:`close`)."""
+        with self._lock:
+            if self._process is None and not self._used:
+                self._spawn()
+
+    def record(self, report_path: Path) -> RecordOutcome:
+        """Record the report published at ``report_path``; problems become warnings."""
+        with self._lock:
+            if self._used:
+                raise RuntimeError("a recorder process records one report")
+            self._used = True
+            if self._process is None:
+                self._spawn()
+            process = self._process
+        if process is None:
+            return RecordOutcome(
+                notes=[
+                    not_recorded(
+                        "the recording process could not start", _cause(self._spawn_error), None
+                    )
+                ]
+            )
+        request = {"recording": _recording_to_json(self._recording), "report": str(report_path)}
+        stdout, stderr = process.communicate(json.dumps(request).encode("utf-8"))
+        return _answer(process.returncode, stdout, stderr)
+
+    def close(self) -> None:
+        """End an unused child (the run ended before recording): it exits on empty input."""
+        with self._lock:
+            self._used = True
+            process = self._process
+        if process is not None and process.returncode is None:
+            try:
+                process.communicate(b"")
+            except ValueError:  # record() is talking to it already
+                process.wait()
+
+    def _spawn(self) -> None:
+        location = self._recording.location
+        backend = location.backend if location is not None else ""
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", _MODULE, backend],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                close_fds=True,
+            )
+        except OSError as exc:
+            self._spawn_error = exc
+
+
+def _cause(exc: BaseException | None) -> str | None:
+    return f"{type(exc).__name__}: {exc}" if exc is not None else None
+
+
+def _answer(returncode: int, stdout: bytes, stderr: bytes) -> RecordOutcome:
+    """The child's answer as a :class:`RecordOutcome` (a warning when there is none)."""
+    if returncode == 0:
+        try:
+            return outcome_from_json(json.loads(stdout.decode("utf-8")))
+        except (ValueError, KeyError, TypeError) as exc:
+            return RecordOutcome(
+                notes=[not_recorded("the recording process answered nonsense", _cause(exc), None)]
+            )
+    tail = stderr.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
+    lines = tail.splitlines()
+    return RecordOutcome(
+        notes=[
+            not_recorded(
+                "unexpected error",
+                f"the recording process exited with status {returncode}"
+                + (f": {lines[-1]}" if lines else ""),
+                None,
+            )
+        ]
+    )
+
+
+def _recording_to_json(recording: Recording) -> dict[str, Any]:
+    location = recording.location
+    return {
+        "location": None
+        if location is None
+        else {
+            "backend": location.backend,
+            "url": location.url,
+            "display": location.display,
+            "path": str(location.path) if location.path is not None else None,
+        },
+        "webhook": recording.webhook,
+        "baseline": recording.baseline,
+        "stepSummary": recording.step_summary,
+    }
+
+
+def _recording_from_json(data: dict[str, Any]) -> Recording:
+    where = data["location"]
+    location = (
+        None
+        if where is None
+        else HistoryLocation(
+            backend=where["backend"],
+            url=where["url"],
+            display=where["display"],
+            path=Path(where["path"]) if where["path"] is not None else None,
+        )
+    )
+    return Recording(
+        location=location,
+        webhook=data["webhook"],
+        baseline=data["baseline"],
+        step_summary=data["stepSummary"],
+    )
+
+
+def outcome_to_json(outcome: RecordOutcome) -> dict[str, Any]:
+    """A :class:`RecordOutcome` as the child sends it."""
+    return {
+        "ingested": asdict(outcome.ingested) if outcome.ingested is not None else None,
+        "store": outcome.store,
+        "alert": outcome.alert.model_dump(mode="json", by_alias=True)
+        if outcome.alert is not None
+        else None,
+        "alertSent": outcome.alert_sent,
+        "notes": [note.model_dump(mode="json") for note in outcome.notes],
+    }
+
+
+def outcome_from_json(data: dict[str, Any]) -> RecordOutcome:
+    """The :class:`RecordOutcome` the child sent."""
+    alert = None
+    if data["alert"] is not None:
+        from ..history.alerts import AlertMessage
+
+        alert = AlertMessage.model_validate(data["alert"])
+    ingested = data["ingested"]
+    return RecordOutcome(
+        ingested=IngestResult(**ingested) if ingested is not None else None,
+        store=data["store"],
+        alert=alert,
+        alert_sent=bool(data["alertSent"]),
+        notes=[Diagnostic.model_validate(note) for note in data["notes"]],
+    )
+
+
+def main() -> int:
+    """The child: import, wait for the request, record, answer (see the module's docstring)."""
+    import importlib
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    backend = sys.argv[1] if len(sys.argv) > 1 else ""
+    dialect = (f"sqlalchemy.dialects.{backend}",) if backend in get_args(HistoryBackend) else ()
+    for name in (*_WARM, *dialect):
+        importlib.import_module(name)
+    raw = sys.stdin.buffer.read()
+    if not raw.strip():
+        return 0
+    request = json.loads(raw.decode("utf-8"))
+    outcome = _record(_recording_from_json(request["recording"]), Path(request["report"]))
+    sys.stdout.buffer.write(json.dumps(outcome_to_json(outcome)).encode("utf-8"))
+    sys.stdout.flush()
+    return 0
+
+
+def _record(recording: Recording, report_path: Path) -> RecordOutcome:
+    from ..diagnostics import DiagnosticError
+    from ..report.loading import load_report
+
+    try:
+        report = load_report(report_path)
+    except DiagnosticError as exc:
+        first = exc.diagnostics[0]
+        return RecordOutcome(notes=[not_recorded(first.message, first.cause, first.next)])
+    return record_run(recording, report, report_path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
