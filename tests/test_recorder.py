@@ -125,13 +125,13 @@ def test_a_child_that_cannot_start_or_dies_is_a_warning(
     report = _published(tmp_path)
     store = tmp_path / "h.sqlite"
     python = sys.executable
-    monkeypatch.setattr(recorder_module.sys, "executable", str(tmp_path / "no-python"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
     [missing] = RecorderProcess(_recording(store)).record(report).notes
     assert missing.code == "history-not-recorded"
     assert "could not start" in missing.message
     assert "FileNotFoundError" in (missing.cause or "")
     monkeypatch.setattr(recorder_module, "_MODULE", "atlante_eval.no_such_module")
-    monkeypatch.setattr(recorder_module.sys, "executable", python)
+    monkeypatch.setattr(sys, "executable", python)
     [died] = RecorderProcess(_recording(store)).record(report).notes
     assert died.code == "history-not-recorded"
     assert "exited with status 1" in (died.cause or "")
