@@ -34,7 +34,6 @@ from typing import Any, get_args
 from ..choices import HistoryBackend
 from ..diagnostics import Diagnostic
 from ..history import HistoryLocation
-from ..history.models import IngestResult
 from .record import Recording, RecordOutcome, not_recorded, record_run
 
 __all__ = ["RecorderProcess", "main", "outcome_from_json", "outcome_to_json"]
@@ -197,6 +196,8 @@ def outcome_to_json(outcome: RecordOutcome) -> dict[str, Any]:
 
 def outcome_from_json(data: dict[str, Any]) -> RecordOutcome:
     """The :class:`RecordOutcome` the child sent."""
+    from ..history.models import IngestResult  # pydantic models: not on the launch path
+
     alert = None
     if data["alert"] is not None:
         from ..history.alerts import AlertMessage
