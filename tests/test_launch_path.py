@@ -195,3 +195,15 @@ def test_the_run_command_caps_mallocs_arenas() -> None:
         """
     )
     assert out.split() == ["True"]
+
+
+def test_cli_annotations_are_not_strings() -> None:
+    """typer reads every command's annotations while it builds the app: as objects
+    (evaluated once at import), not strings it must evaluate again on every start."""
+    import importlib
+
+    from atlante_eval.cli import COMMAND_MODULES
+
+    for name in ("app", "usage", *COMMAND_MODULES):
+        module = importlib.import_module(f"atlante_eval.cli.{name}")
+        assert "annotations" not in vars(module), name

@@ -217,8 +217,9 @@ def main() -> int:
     """The child: import, wait for the request, record, answer (see the module's docstring)."""
     import importlib
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    for name in ("SIGINT", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
     backend = sys.argv[1] if len(sys.argv) > 1 else ""
     dialect = (f"sqlalchemy.dialects.{backend}",) if backend in get_args(HistoryBackend) else ()
     for name in (*_WARM, *dialect):
