@@ -40,8 +40,10 @@ __all__ = ["RecorderProcess", "main", "outcome_from_json", "outcome_to_json"]
 
 #: The child's entry point (this module).
 _MODULE = __name__
-#: What the child imports before it waits for the request (and the backend's dialect).
-_WARM = ("atlante_eval.report.loading", "atlante_eval.history.store", "atlante_eval.history.alerts")
+#: What the child imports before it waits for the request (and the backend's dialect; the
+#: alerts only when the recording will compare with a baseline).
+_WARM = ("atlante_eval.report.loading", "atlante_eval.history.store")
+_ALERTS = "atlante_eval.history.alerts"
 #: How much of a failed child's stderr a warning quotes.
 _STDERR_TAIL = 400
 
@@ -101,12 +103,13 @@ class RecorderProcess:
     def _spawn(self) -> None:
         location = self._recording.location
         backend = location.backend if location is not None else ""
+        alerts = ["alerts"] if self._recording.webhook or self._recording.step_summary else []
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", _MODULE, backend],
+                [sys.executable, "-m", _MODULE, backend, *alerts],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -222,7 +225,8 @@ def main() -> int:
             signal.signal(getattr(signal, name), signal.SIG_IGN)
     backend = sys.argv[1] if len(sys.argv) > 1 else ""
     dialect = (f"sqlalchemy.dialects.{backend}",) if backend in get_args(HistoryBackend) else ()
-    for name in (*_WARM, *dialect):
+    alerts = (_ALERTS,) if "alerts" in sys.argv[2:] else ()
+    for name in (*_WARM, *dialect, *alerts):
         importlib.import_module(name)
     raw = sys.stdin.buffer.read()
     if not raw.strip():
