@@ -105,6 +105,21 @@ def test_a_recorder_started_early_records_once_and_again_is_unchanged(tmp_path: 
         second.record(report)
 
 
+def test_a_submitted_report_is_recorded_even_if_nobody_asks(tmp_path: Path) -> None:
+    """Handed the report (as the run does before rendering report.html), the child
+    records it; closing the recorder waits for that instead of ending it."""
+    report = _published(tmp_path)
+    store = tmp_path / "h.sqlite"
+    recorder = RecorderProcess(_recording(store))
+    recorder.start()
+    recorder.submit(report)
+    recorder.submit(report)  # once
+    recorder.close()
+    with open_store(parse_history_url(str(store))) as opened:
+        [run] = opened.runs()
+    assert run.trials == 2
+
+
 def test_a_recorder_never_asked_leaves_no_store(tmp_path: Path) -> None:
     """A run that ends before its report (started, then closed): the child ends, no store."""
     store = tmp_path / "h.sqlite"

@@ -9,8 +9,10 @@ later sessions wait on the model; after the report is published, it is sent
 the :class:`~.record.Recording` and the report's path on stdin, records the
 report as :func:`~.record.record_run` always did (read back from the published
 file, as ``history ingest`` does) and answers with the
-:class:`~.record.RecordOutcome` as JSON on stdout. A run that ends without a
-report closes its stdin, and the child exits without touching the store.
+:class:`~.record.RecordOutcome` as JSON on stdout. The request goes as soon as
+``report.json`` is out, so the child records while the run renders
+``report.html``; a run that ends without a report ends the child, which has not
+touched the store.
 
 Nothing here can fail the run either: a child that cannot start, dies or answers
 nonsense is the same ``history-not-recorded`` warning as a store that cannot be
@@ -21,6 +23,7 @@ process group still ends it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -49,10 +52,11 @@ _STDERR_TAIL = 400
 
 
 class RecorderProcess:
-    """One run's recorder process: started early (:meth:`start`), used once (:meth:`record`).
+    """One run's recorder process: started early (:meth:`start`), handed the published
+    report (:meth:`submit`), asked for the outcome once (:meth:`record`).
 
-    Thread-safe: the prewarm thread starts it, a worker thread records, the run's
-    end closes it.
+    Thread-safe: the prewarm thread starts it, worker threads submit and record, the
+    run's end closes it.
     """
 
     def __init__(self, recording: Recording) -> None:
@@ -60,22 +64,45 @@ class RecorderProcess:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._spawn_error: OSError | None = None
+        self._submitted: Path | None = None
         self._used = False
 
     def start(self) -> None:
-        """Start the child (once; a no-op after :meth:`record` or :meth:`close`)."""
+        """Start the child (once; a no-op once a report was submitted or it was closed)."""
         with self._lock:
-            if self._process is None and not self._used:
+            if self._process is None and self._submitted is None and not self._used:
                 self._spawn()
 
+    def submit(self, report_path: Path) -> None:
+        """Hand the child the published report: it records while the run renders
+        ``report.html``. Once; a later call (or :meth:`record`'s) is a no-op."""
+        with self._lock:
+            if self._submitted is not None or self._used:
+                return
+            self._submitted = report_path
+            if self._process is None:
+                self._spawn()
+            process = self._process
+        if process is None or process.stdin is None:
+            return
+        request = {"recording": _recording_to_json(self._recording), "report": str(report_path)}
+        stdin, process.stdin = process.stdin, None  # communicate() then only reads
+        try:
+            stdin.write(json.dumps(request).encode("utf-8"))
+        except OSError:  # it died: its exit status and stderr say why (record())
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
     def record(self, report_path: Path) -> RecordOutcome:
-        """Record the report published at ``report_path``; problems become warnings."""
+        """Record the report published at ``report_path`` (submitted now unless it was);
+        problems become warnings."""
+        self.submit(report_path)
         with self._lock:
             if self._used:
                 raise RuntimeError("a recorder process records one report")
             self._used = True
-            if self._process is None:
-                self._spawn()
             process = self._process
         if process is None:
             return RecordOutcome(
@@ -85,20 +112,22 @@ class RecorderProcess:
                     )
                 ]
             )
-        request = {"recording": _recording_to_json(self._recording), "report": str(report_path)}
-        stdout, stderr = process.communicate(json.dumps(request).encode("utf-8"))
+        stdout, stderr = process.communicate()
         return _answer(process.returncode, stdout, stderr)
 
     def close(self) -> None:
-        """End an unused child (the run ended before recording): it exits on empty input."""
+        """The run is over: a child never handed a report is ended at once (it has not
+        touched the store); one recording is waited for."""
         with self._lock:
+            if self._used:
+                return
             self._used = True
-            process = self._process
-        if process is not None and process.returncode is None:
-            try:
-                process.communicate(b"")
-            except ValueError:  # record() is talking to it already
-                process.wait()
+            process, submitted = self._process, self._submitted is not None
+        if process is None:
+            return
+        if not submitted:
+            process.kill()
+        process.communicate()
 
     def _spawn(self) -> None:
         location = self._recording.location

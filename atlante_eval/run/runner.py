@@ -435,6 +435,8 @@ async def _execute_run(
     except DiagnosticError as exc:
         raise with_journal_cause(exc, ending.failure, lambda: run.run_dir) from None
     report, report_path = _published(run)
+    if recorder is not None:  # it records while report.html is rendered
+        await anyio.to_thread.run_sync(recorder.submit, report_path)
     html = await _publish_html(run, ready.notices, on_event) if ready.options.html else None
     stopped = _stopped_error(ending.failure, control.interrupted, report, report_path, run.run_dir)
     if stopped is not None:
