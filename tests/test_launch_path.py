@@ -42,6 +42,7 @@ _DEFERRED = (
     "sqlalchemy",
     "alembic",
     "psycopg",
+    "sqlite3",  # OpenCode's V2 credentials database: loaded when a trial copies one
     # the model gateway's HTTP side: loaded with its first connection, during a session
     "atlante_eval.gateway.exchange",
     "h11",
