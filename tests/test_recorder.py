@@ -150,12 +150,36 @@ def test_a_child_that_cannot_start_or_dies_is_a_warning(
     [died] = RecorderProcess(_recording(store)).record(report).notes
     assert died.code == "history-not-recorded"
     assert "exited with status 1" in (died.cause or "")
-    assert "No module named atlante_eval.no_such_module" in (died.cause or "")
+    assert "No module named 'atlante_eval.no_such_module'" in (died.cause or "")
     monkeypatch.undo()
     [gone] = RecorderProcess(_recording(store)).record(tmp_path / "nowhere" / "report.json").notes
     assert gone.code == "history-not-recorded"
     assert "no report at" in gone.message
     assert not store.exists()
+
+
+def test_nothing_in_the_current_directory_is_imported_by_the_recorder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from a project that plants ``sqlalchemy.py`` (the recorder's first import of
+    it): the planted module never runs and the run is recorded; with the child started
+    the way ``python -m`` would (the current directory first), the same plant runs."""
+    report = _published(tmp_path)
+    project = tmp_path / "hostile"
+    project.mkdir()
+    marker = tmp_path / "planted-ran"
+    (project / "sqlalchemy.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nraise SystemExit(7)\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(project)
+    outcome = RecorderProcess(_recording(tmp_path / "h.sqlite")).record(report)
+    assert outcome.notes == []
+    assert outcome.ingested is not None
+    assert not marker.exists()
+    monkeypatch.setattr(recorder_module, "_PYTHON_FLAGS", ())  # the defence weakened
+    [note] = RecorderProcess(_recording(tmp_path / "h2.sqlite")).record(report).notes
+    assert marker.exists()
+    assert "exited with status 7" in (note.cause or "")
 
 
 def test_the_outcome_crosses_the_pipe_unchanged() -> None:

@@ -2,8 +2,9 @@
 
 Recording a run (the store, SQLAlchemy and its driver, the comparison with the
 blessed baseline) costs about 12 MiB and a few hundred milliseconds of imports.
-A run's process does none of it: :class:`RecorderProcess` starts
-``python -m atlante_eval.run.recorder`` once the first session is over (from the
+A run's process does none of it: :class:`RecorderProcess` starts a Python
+process running :func:`main` (``python -P``: nothing in the current directory
+is imported) once the first session is over (from the
 prewarm thread, :mod:`.prewarm`), where it imports what recording needs while
 later sessions wait on the model; after the report is published, it is sent
 the :class:`~.record.Recording` and the report's path on stdin, records the
@@ -25,11 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, get_args
@@ -43,6 +44,15 @@ __all__ = ["RecorderProcess", "main", "outcome_from_json", "outcome_to_json"]
 
 #: The child's entry point (this module).
 _MODULE = __name__
+#: ``-P``: the current directory (the project being evaluated, often) is not put first
+#: on the child's module path, so nothing planted there is imported by it.
+_PYTHON_FLAGS = ("-P",)
+#: The child's start: the parent's package directory goes last on the module path (found
+#: there when it is not installed), then :func:`main` with the rest of the arguments.
+_BOOT = (
+    "import sys; sys.path.append(sys.argv[1]); "
+    "from {module} import main; sys.exit(main(sys.argv[2:]))"
+)
 #: What the child imports before it waits for the request (and the backend's dialect; the
 #: alerts only when the recording will compare with a baseline).
 _WARM = ("atlante_eval.report.loading", "atlante_eval.history.store")
@@ -134,15 +144,13 @@ class RecorderProcess:
         backend = location.backend if location is not None else ""
         alerts = ["alerts"] if self._recording.webhook or self._recording.step_summary else []
         package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        boot = _BOOT.format(module=_MODULE)
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", _MODULE, backend, *alerts],
+                [sys.executable, *_PYTHON_FLAGS, "-c", boot, package_root, backend, *alerts],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=env,
                 close_fds=True,
             )
         except OSError as exc:
@@ -245,16 +253,21 @@ def outcome_from_json(data: dict[str, Any]) -> RecordOutcome:
     )
 
 
-def main() -> int:
-    """The child: import, wait for the request, record, answer (see the module's docstring)."""
+def main(args: Sequence[str] | None = None) -> int:
+    """The child: import, wait for the request, record, answer (see the module's docstring).
+
+    ``args``: the store's backend (its SQL dialect is imported ahead), then ``alerts``
+    when the recording will compare with a baseline (default: ``sys.argv[1:]``).
+    """
     import importlib
 
     for name in ("SIGINT", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_IGN)
-    backend = sys.argv[1] if len(sys.argv) > 1 else ""
+    args = list(sys.argv[1:] if args is None else args)
+    backend = args[0] if args else ""
     dialect = (f"sqlalchemy.dialects.{backend}",) if backend in get_args(HistoryBackend) else ()
-    alerts = (_ALERTS,) if "alerts" in sys.argv[2:] else ()
+    alerts = (_ALERTS,) if "alerts" in args[1:] else ()
     for name in (*_WARM, *dialect, *alerts):
         importlib.import_module(name)
     raw = sys.stdin.buffer.read()
