@@ -17,9 +17,11 @@ touched the store.
 
 Nothing here can fail the run either: a child that cannot start, dies or answers
 nonsense is the same ``history-not-recorded`` warning as a store that cannot be
-opened. The child ignores SIGINT and SIGHUP, as recording in the run's own
-process did (the first Ctrl-C interrupts trials, not the recording); the run's
-process group still ends it.
+opened. The child runs in a process group of its own, so the terminal's Ctrl-C
+interrupts trials, not the recording (as when the run recorded in its own
+process; it ignores SIGINT and SIGHUP too); its group is one of the run's live
+groups (:data:`~atlante_eval.trial.groups.LIVE_GROUPS`), so a second Ctrl-C,
+which ends the run at once, kills it with the hosts.
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ class RecorderProcess:
                 ]
             )
         stdout, stderr = process.communicate()
+        _forget(process)
         return _answer(process.returncode, stdout, stderr)
 
     def close(self) -> None:
@@ -138,6 +141,7 @@ class RecorderProcess:
         if not submitted:
             process.kill()
         process.communicate()
+        _forget(process)
 
     def _spawn(self) -> None:
         location = self._recording.location
@@ -152,9 +156,21 @@ class RecorderProcess:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 close_fds=True,
+                process_group=0,
             )
         except OSError as exc:
             self._spawn_error = exc
+            return
+        from ..trial.groups import LIVE_GROUPS
+
+        LIVE_GROUPS.pids.add(self._process.pid)
+
+
+def _forget(process: subprocess.Popen[bytes]) -> None:
+    """The child was reaped: its group is no longer one a second Ctrl-C must kill."""
+    from ..trial.groups import LIVE_GROUPS
+
+    LIVE_GROUPS.pids.discard(process.pid)
 
 
 def _cause(exc: BaseException | None) -> str | None:
