@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from atlante_eval.choices import SCHEMA_KINDS
 
 #: Modules ``atlante-eval run`` must not import before its first session: adaptive
@@ -40,6 +42,7 @@ _DEFERRED = (
     "sqlalchemy",
     "alembic",
     "psycopg",
+    "sqlite3",  # OpenCode's V2 credentials database: loaded when a trial copies one
     # the model gateway's HTTP side: loaded with its first connection, during a session
     "atlante_eval.gateway.exchange",
     "h11",
@@ -154,3 +157,54 @@ def test_help_loads_neither_pydantic_nor_importlib_metadata() -> None:
     loaded = set(json.loads(out))
     assert "atlante_eval.cli.app" in loaded
     assert sorted(m for m in ("pydantic", "importlib.metadata") if m in loaded) == []
+
+
+_BUILD_MODELS = """
+import json, sys
+{before}
+from atlante_eval.report.models import TrialResult
+TrialResult(i=0, verdict="pass", duration_ms=1)
+print(json.dumps(["importlib.metadata" in sys.modules,
+                  sys.modules["pydantic.plugin._loader"].get_plugins() == ()]))
+"""
+
+
+def test_the_cli_skips_pydantics_plugin_scan() -> None:
+    """The console script answers pydantic's plugin lookup itself: building models reads no
+    distribution metadata; the library alone still scans (so the check sees the scan)."""
+    skipped = _python(
+        _BUILD_MODELS.format(
+            before="from atlante_eval._util.plugins import skip_pydantic_plugins\n"
+            "assert skip_pydantic_plugins() and not skip_pydantic_plugins()"
+        )
+    )
+    scanned = _python(_BUILD_MODELS.format(before=""))
+    assert json.loads(skipped) == [False, True]
+    assert json.loads(scanned)[0] is True
+
+
+def test_the_run_command_caps_mallocs_arenas() -> None:
+    """On glibc the run's process keeps two malloc arenas (asked of glibc itself)."""
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc only")
+    out = _python(
+        """
+        from atlante_eval._util.memory import cap_malloc_arenas
+        print(cap_malloc_arenas())
+        """
+    )
+    assert out.split() == ["True"]
+
+
+def test_cli_annotations_are_not_strings() -> None:
+    """typer reads every command's annotations while it builds the app: as objects
+    (evaluated once at import), not strings it must evaluate again on every start."""
+    import importlib
+
+    from atlante_eval.cli import COMMAND_MODULES
+
+    for name in ("app", "usage", *COMMAND_MODULES):
+        module = importlib.import_module(f"atlante_eval.cli.{name}")
+        assert "annotations" not in vars(module), name

@@ -6,14 +6,14 @@ import subprocess
 import sys
 import textwrap
 
-from atlante_eval.run.prewarm import END_MODULES, HISTORY_MODULES, end_modules
+from atlante_eval.run.prewarm import END_MODULES, end_modules
 
 
 def test_end_modules_follow_the_options() -> None:
-    """Only what the run's end will import: the HTML pages, the history store, or neither."""
-    assert end_modules(html=True, history=True) == (*END_MODULES, *HISTORY_MODULES)
-    assert end_modules(html=False, history=True) == HISTORY_MODULES
-    assert end_modules(html=False, history=False) == ()
+    """Only what the run's process will import at its end: the HTML pages, or nothing (the
+    history store is written by the recorder's own process)."""
+    assert end_modules(html=True) == END_MODULES
+    assert end_modules(html=False) == ()
 
 
 def test_the_prewarmer_imports_in_a_thread_once_and_swallows_failures() -> None:

@@ -6,8 +6,6 @@ No traceback ever reaches the user: problems become diagnostics on stderr.
 Commands import the library only when they run, so start-up stays fast.
 """
 
-from __future__ import annotations
-
 from importlib import import_module
 
 from .app import app, main

@@ -4,8 +4,6 @@ Start-up stays fast: this module imports only typer and the standard library;
 each command imports the library modules it needs when it runs.
 """
 
-from __future__ import annotations
-
 import contextlib
 import errno
 import json
@@ -53,11 +51,11 @@ class HelpCommand(TyperCommand):
     line here reads ``BASE HEAD`` and the argument list ``REPORT...``.
     """
 
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: "click.Context") -> list[str]:
         """Return the usage line's pieces without braces around required arguments."""
         return [_BRACED.sub(r"\1", piece) for piece in super().collect_usage_pieces(ctx)]
 
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_options(self, ctx: "click.Context", formatter: "click.HelpFormatter") -> None:
         """Write the Arguments and Options sections, arguments without a type."""
         arguments: list[tuple[str, str]] = []
         options: list[tuple[str, str]] = []
@@ -184,7 +182,7 @@ def choice(flag: str, raw: str | None, allowed: Sequence[str]) -> str | None:
     )
 
 
-def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
+def print_diagnostics(diagnostics: "Sequence[Diagnostic]") -> None:
     """Print diagnostics to stderr in the terminal format, separated by blank lines."""
     from ..diagnostics import format_diagnostic
 
@@ -292,6 +290,8 @@ def main() -> None:
     Usage errors (an unknown option or command, a missing value) are printed as
     ``invalid-option`` diagnostics with the closest real option (:mod:`.usage`).
     """
+    from .._util.plugins import skip_pydantic_plugins
     from .usage import run_app
 
+    skip_pydantic_plugins()
     sys.exit(run_app(app, print_diagnostics))

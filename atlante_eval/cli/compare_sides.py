@@ -1,7 +1,5 @@
 """``compare``'s BASE (a report, or ``blessed[:NAME]`` from the history) and its gate."""
 
-from __future__ import annotations
-
 import json
 import os
 from dataclasses import dataclass
@@ -23,20 +21,20 @@ __all__ = ["CompareSides", "arm_sides", "compare_sides", "with_gate"]
 class CompareSides:
     """BASE, how to name it, and the history the gate consults (if any)."""
 
-    base: RunReport
+    base: "RunReport"
     base_path: str
-    location: HistoryLocation | None
+    location: "HistoryLocation | None"
     base_dir: Path | None = None
     """BASE's run directory, where its transcripts are (none for a blessed baseline)."""
 
     def gate(
         self,
-        head: RunReport,
-        result: CompareResult,
-        fail_on: FailOn,
+        head: "RunReport",
+        result: "CompareResult",
+        fail_on: "FailOn",
         *,
         stable_nights: int | None,
-    ) -> tuple[GateDecision, list[Diagnostic]]:
+    ) -> "tuple[GateDecision, list[Diagnostic]]":
         """Decide ``--fail-on``, leaving out quarantined (and unstable) scenarios."""
         from ..history.comparing import history_gate
 
@@ -45,7 +43,7 @@ class CompareSides:
         )
 
 
-def compare_sides(base: Path, head: RunReport, history: str | None) -> CompareSides:
+def compare_sides(base: Path, head: "RunReport", history: str | None) -> CompareSides:
     """Read BASE: a report, or the baseline blessed for HEAD's host and model."""
     from .._util.paths import display_path
     from ..history import blessed_name
@@ -64,7 +62,7 @@ def compare_sides(base: Path, head: RunReport, history: str | None) -> CompareSi
 
 def arm_sides(
     base: Path, head: Path | None, arms: str, history: str | None
-) -> tuple[CompareSides, RunReport, Path, str]:
+) -> "tuple[CompareSides, RunReport, Path, str]":
     """``compare BASE [HEAD] --arms A,B``: BASE's arm A, and HEAD's (default BASE's) arm B.
 
     Returns the sides (BASE's arm), HEAD's arm as a report, HEAD's report file and
@@ -86,7 +84,7 @@ def arm_sides(
     return sides, head_arm, head_file, f"{display_path(head_file)}@{second}"
 
 
-def _location(history: str | None) -> HistoryLocation | None:
+def _location(history: str | None) -> "HistoryLocation | None":
     """``--history``, else the current project's store (None outside a project)."""
     from ..diagnostics import DiagnosticError
     from ..history import parse_history_url
@@ -100,7 +98,7 @@ def _location(history: str | None) -> HistoryLocation | None:
         return None
 
 
-def with_gate(result: CompareResult, gate: GateDecision | None) -> str:
+def with_gate(result: "CompareResult", gate: "GateDecision | None") -> str:
     """The ``--json`` document, with the ``gate`` key when ``--fail-on`` was given."""
     if gate is None:
         return result.to_json()

@@ -6,8 +6,6 @@ project's ``eval.history``, else ``<project>/.atlante/eval/history.sqlite``
 (the project: ``--project PATH``, default the current directory).
 """
 
-from __future__ import annotations
-
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -93,7 +91,7 @@ ByOption = Annotated[
 
 def store_location(
     history: str | None, project: Path | None, *, must_exist: bool
-) -> HistoryLocation:
+) -> "HistoryLocation":
     """The store a history command uses (``--history``, ``eval.history``, the default).
 
     Raises:
@@ -169,7 +167,7 @@ def _filter(
     since: str | None = None,
     until: str | None = None,
     limit: int | None = None,
-) -> RunFilter:
+) -> "RunFilter":
     from ..history.store import RunFilter
 
     first, last = day_option("--since", since), day_option("--until", until)
@@ -262,12 +260,12 @@ def ingest(
 
 
 def _alert(
-    store: HistoryStore,
-    location: HistoryLocation,
-    results: list[IngestResult],
+    store: "HistoryStore",
+    location: "HistoryLocation",
+    results: "list[IngestResult]",
     webhook: str,
     baseline: str,
-) -> tuple[list[str], list[Diagnostic]]:
+) -> "tuple[list[str], list[Diagnostic]]":
     """Alert on each newly recorded run, as ``run`` does after recording itself."""
     import os
 

@@ -3,8 +3,6 @@
 Each command is a thin layer over :mod:`atlante_eval.hosts.managed` (docs/hosts.md).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -48,7 +46,7 @@ PinArg = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
-def entry_json(entry: CachedHost) -> dict[str, Any]:
+def entry_json(entry: "CachedHost") -> dict[str, Any]:
     """One cached version as ``--json`` prints it."""
     record = entry.record
     return {
@@ -65,7 +63,7 @@ def entry_json(entry: CachedHost) -> dict[str, Any]:
     }
 
 
-def install_progress(event: HostInstallProgress) -> None:
+def install_progress(event: "HostInstallProgress") -> None:
     """Print an install step on stderr."""
     from ..views.hosts_render import install_line
 

@@ -1,7 +1,5 @@
 """``html``: render a report, or the history of many, as a self-contained HTML page."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """``validate``, ``list`` and ``schema``: look at a project without running it."""
 
-from __future__ import annotations
-
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -81,11 +79,11 @@ def validate(
 class _Valid:
     """What ``validate`` found: the suite, the pin, and with ``--probe`` the host and limits."""
 
-    suite: Suite
+    suite: "Suite"
     pin: str | None
-    host: Host | None = None
-    source: HostSource | None = None
-    limits: LimitSettings | None = None
+    host: "Host | None" = None
+    source: "HostSource | None" = None
+    limits: "LimitSettings | None" = None
 
 
 def _validated(path: Path | None, *, probe: bool, host_version: str | None) -> _Valid:
@@ -141,7 +139,7 @@ def _probed(valid: _Valid) -> _Valid:
     return replace(valid, host=pinned.host, source=pinned.cached.source())
 
 
-async def _probe_interruptibly(host: Host, name: str) -> None:
+async def _probe_interruptibly(host: "Host", name: str) -> None:
     """Probe ``host``; say so while it takes long; Ctrl-C is an interruption (exit 130)."""
     import anyio
 
@@ -189,7 +187,7 @@ async def _probe_interruptibly(host: Host, name: str) -> None:
         raise failure
 
 
-def _dumped(diagnostics: Sequence[Diagnostic]) -> list[dict[str, object]]:
+def _dumped(diagnostics: "Sequence[Diagnostic]") -> list[dict[str, object]]:
     return [d.model_dump(mode="json", exclude_none=True) for d in diagnostics]
 
 

@@ -4,8 +4,6 @@ A quarantined scenario still runs and is reported; ``compare --fail-on`` leaves 
 out and says so. ``--until DATE`` ends a quarantine by itself after that day.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

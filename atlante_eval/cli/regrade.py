@@ -1,7 +1,5 @@
 """``regrade``: judge a finished run again with the scenarios' current checks, no session."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -76,7 +74,7 @@ def regrade(
     raise typer.Exit(guarded(action))
 
 
-def _print(outcome: RegradeOutcome, *, as_json: bool) -> None:
+def _print(outcome: "RegradeOutcome", *, as_json: bool) -> None:
     from ..views.progress import render_summary
     from ..views.regrade_render import regrade_lines
 

@@ -4,8 +4,6 @@ Each command reads reports with :func:`atlante_eval.report.loading.load_report`
 (``report-unreadable``, exit 2) and writes files atomically.
 """
 
-from __future__ import annotations
-
 import math
 import sys
 from collections.abc import Sequence
@@ -255,7 +253,7 @@ def compare_command(
 
 
 def _print_comparison(
-    result: CompareResult, gate: GateDecision | None, *, as_json: bool, markdown: bool
+    result: "CompareResult", gate: "GateDecision | None", *, as_json: bool, markdown: bool
 ) -> None:
     """The comparison on stdout: JSON (with the gate's decision), Markdown, or the table."""
     from ..views.compare_render import render_markdown, render_text
@@ -393,7 +391,7 @@ def merge_command(
     return 0
 
 
-def _merged_page(merged: RunReport, path: Path) -> Path | None:
+def _merged_page(merged: "RunReport", path: Path) -> Path | None:
     """``report.html`` beside the published merged report; a failure is only a warning."""
     from ..diagnostics import DiagnosticError, warning
     from ..views.formats import publish_merged_page

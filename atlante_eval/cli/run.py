@@ -1,7 +1,5 @@
 """``run``: evaluate the harness and publish the report."""
 
-from __future__ import annotations
-
 import os
 import signal
 import sys
@@ -381,7 +379,7 @@ def _arm_selection(names: list[str] | None, mode: str | None) -> object:
 
 def run_command(
     path: Path | None,
-    options: RunOptions,
+    options: "RunOptions",
     *,
     as_json: bool = False,
     junit: Path | None = None,
@@ -391,8 +389,10 @@ def run_command(
     import anyio
 
     from .._util.logs import configure_logging
+    from .._util.memory import cap_malloc_arenas
     from ..report import check_output_paths
 
+    cap_malloc_arenas()  # before the run's threads start
     configure_logging(log_format)
     check_output_paths({"--junit": junit}, {"--out": options.out})
     return anyio.run(_run_async, path, options, as_json, junit, log_format == "json")
@@ -400,7 +400,7 @@ def run_command(
 
 async def _run_async(
     path: Path | None,
-    options: RunOptions,
+    options: "RunOptions",
     as_json: bool,
     junit: Path | None = None,
     json_logs: bool = False,
@@ -444,7 +444,7 @@ async def _run_async(
     return _write_junit(outcome.report, junit) or outcome.report.exit_code()
 
 
-def history_lines(outcome: RecordOutcome) -> list[str]:
+def history_lines(outcome: "RecordOutcome") -> list[str]:
     """What the after-run step has to say beyond warnings: an alert it sent (or not).
 
     Recording itself is silent (the outputs of a run stay as they were); problems are
@@ -457,7 +457,7 @@ def history_lines(outcome: RecordOutcome) -> list[str]:
     return [printable(f"alert: {state}: regressed against blessed baseline: {names}")]
 
 
-def _write_junit(report: RunReport, path: Path | None) -> int:
+def _write_junit(report: "RunReport", path: Path | None) -> int:
     """Write ``--junit`` for a published report; return 0, or 3 after printing why not."""
     if path is None:
         return 0
@@ -472,7 +472,7 @@ def _write_junit(report: RunReport, path: Path | None) -> int:
     return 0
 
 
-def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool) -> None:
+def _print_outcome(report: "RunReport", report_path: Path | None, *, as_json: bool) -> None:
     from ..views.progress import render_summary, unmonitored_warning
 
     if as_json:
@@ -495,7 +495,7 @@ def _print_outcome(report: RunReport, report_path: Path | None, *, as_json: bool
         typer.echo(printable(line))
 
 
-def _breach_lines(report: RunReport) -> list[str]:
+def _breach_lines(report: "RunReport") -> list[str]:
     """Summary lines for writes outside the sandbox: the project, the run directory."""
     lines = []
     if report.meta.project_modified:
@@ -518,7 +518,7 @@ def _breach_lines(report: RunReport) -> list[str]:
 INTERRUPT_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-async def _watch_signals(control: RunControl, scope: anyio.CancelScope) -> None:
+async def _watch_signals(control: "RunControl", scope: "anyio.CancelScope") -> None:
     """First SIGINT/SIGTERM/SIGHUP: interrupt the run gracefully. Second: stop at once."""
     import contextlib
 

@@ -5,8 +5,6 @@ on stderr; the per-scenario table, the report path and the verdict go to stdout
 (or the ``selftest.json`` analysis with ``--json``).
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from pathlib import Path
@@ -40,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["render_selftest", "selftest", "selftest_command"]
 
 
-def _agent_cell(outcome: AgentOutcome | None, checks: int, missing: str) -> str:
+def _agent_cell(outcome: "AgentOutcome | None", checks: int, missing: str) -> str:
     """``fail (1/4 checks fail)``, or what was and was not exercised when that differs.
 
     A check the trial ran but does not prove (a behaviour check, when the
@@ -68,7 +66,7 @@ def _agent_cell(outcome: AgentOutcome | None, checks: int, missing: str) -> str:
     return f"pass ({proven} check{'s' if proven != 1 else ''}; {rest})"
 
 
-def _verdict_cell(judged: ScenarioSelftest) -> str:
+def _verdict_cell(judged: "ScenarioSelftest") -> str:
     errors = [
         code.removeprefix("selftest-") for code in judged.findings if code != "selftest-no-solution"
     ]
@@ -81,7 +79,7 @@ def _verdict_cell(judged: ScenarioSelftest) -> str:
     return "ok"
 
 
-def _cheats_cell(judged: ScenarioSelftest) -> str:
+def _cheats_cell(judged: "ScenarioSelftest") -> str:
     """``2/3 caught`` over counter-solutions and generic mutants (``-``: none tried)."""
     cheats = [*judged.counters, *judged.mutants]
     if not cheats:
@@ -100,7 +98,7 @@ def _shown(path: str) -> str:
         return path
 
 
-def render_selftest(result: SelftestResult) -> str:
+def render_selftest(result: "SelftestResult") -> str:
     """The per-scenario table, the report path and the overall verdict."""
     header = ("SCENARIO", "NULL AGENT", "REFERENCE AGENT", "CHEATS", "SELFTEST")
     rows = [header]
@@ -140,7 +138,7 @@ def render_selftest(result: SelftestResult) -> str:
     return "\n".join(lines)
 
 
-def _progress(scenario: str, agent: AgentName, result: TrialResult) -> None:
+def _progress(scenario: str, agent: "AgentName", result: "TrialResult") -> None:
     """``fix-median · counter agent (edit-the-test): fail (283ms)``: which cheat, if one."""
     from .._util.terminal import printable
     from ..views.progress import format_duration

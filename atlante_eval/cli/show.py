@@ -1,7 +1,5 @@
 """``show``: look at a published run, a scenario's trials, or one trial."""
 
-from __future__ import annotations
-
 import re
 import sys
 from pathlib import Path
@@ -129,11 +127,11 @@ def show(
 
 
 def _files(
-    report: RunReport,
+    report: "RunReport",
     path: Path,
     name: str,
     index: int | None,
-    console: Console,
+    console: "Console",
     *,
     as_json: bool,
 ) -> int:
@@ -203,7 +201,7 @@ def _diff(
     return 0
 
 
-def _emit(view: OutputModel) -> None:
+def _emit(view: "OutputModel") -> None:
     """Print ``view`` as 2-space JSON, terminal-active characters escaped."""
     document = view.model_dump_json(by_alias=True, indent=2)
     sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document) + "\n")

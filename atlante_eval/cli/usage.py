@@ -13,8 +13,6 @@ they carry (``exit_code``, ``format_message``, ``ctx``, ``option_name``), not by
 import.
 """
 
-from __future__ import annotations
-
 import difflib
 import sys
 from collections.abc import Callable, Sequence
@@ -70,7 +68,7 @@ def _unknown_command(ctx: Any, argv: Sequence[str]) -> tuple[str, list[str]] | N
     return words[0], sorted(commands)
 
 
-def usage_diagnostic(exc: Exception, argv: Sequence[str] = ()) -> Diagnostic:
+def usage_diagnostic(exc: Exception, argv: Sequence[str] = ()) -> "Diagnostic":
     """The ``invalid-option`` diagnostic saying what click's usage error ``exc`` says.
 
     ``argv`` (the command line after the program name) names an unknown command.
@@ -119,7 +117,7 @@ def _is_usage_error(exc: Exception) -> bool:
     )
 
 
-def run_app(app: typer.Typer, print_diagnostics: Callable[[list[Diagnostic]], None]) -> int:
+def run_app(app: typer.Typer, print_diagnostics: "Callable[[list[Diagnostic]], None]") -> int:
     """Run ``app`` as the console script does; return its exit status.
 
     A usage error is printed with ``print_diagnostics``; any other error click

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import delete, insert, select, update
@@ -43,6 +42,7 @@ from ..report import (
     utc_timestamp,
 )
 from .database import Database
+from .models import IngestResult
 from .schema import baselines, runs, scenarios, trials
 
 __all__ = ["IngestResult", "arm_run_id", "ingest_report", "trial_key"]
@@ -51,20 +51,6 @@ _RETRIES = 5
 _RUN_ID_CHARS = 64  # runs.run_id's width
 _CHUNK = 500
 _RETRYABLE_STATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock
-
-
-@dataclass(frozen=True, slots=True)
-class IngestResult:
-    """What recording one report did."""
-
-    run_id: str
-    """The run id the store holds the trials under."""
-    status: Literal["recorded", "unchanged", "replaced"]
-    """``recorded`` (new), ``unchanged`` (already there) or ``replaced`` (superseded runs)."""
-    trials: int
-    """Trials in the report."""
-    absorbed: list[str] = field(default_factory=list)
-    """Run ids of the stored runs this report superseded."""
 
 
 def trial_key(scenario: str, result: ScenarioResult, trial: TrialResult) -> str | None:

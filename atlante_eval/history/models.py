@@ -5,6 +5,7 @@ Pydantic models with camelCase JSON keys, like the report; ``--json`` prints the
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ..report import OutputModel
@@ -13,6 +14,7 @@ __all__ = [
     "Blessing",
     "FlakyScenario",
     "HistoryRun",
+    "IngestResult",
     "NightOutcome",
     "Quarantine",
     "ScenarioHistory",
@@ -199,3 +201,17 @@ class Blessing(OutputModel):
     """When."""
     reason: str | None
     """Why."""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What recording one report did."""
+
+    run_id: str
+    """The run id the store holds the trials under."""
+    status: Literal["recorded", "unchanged", "replaced"]
+    """``recorded`` (new), ``unchanged`` (already there) or ``replaced`` (superseded runs)."""
+    trials: int
+    """Trials in the report."""
+    absorbed: list[str] = field(default_factory=list)
+    """Run ids of the stored runs this report superseded."""

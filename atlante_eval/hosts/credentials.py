@@ -12,14 +12,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .._util.jsondoc import DocumentReadError, read_document
 from ..trial import run_process
 from .versions import PROBE_TIMEOUT_S
+
+if TYPE_CHECKING:
+    import sqlite3  # loaded when a V2 database is copied: most trials have none
 
 __all__ = [
     "CLAUDE_AUTH_ENV",
@@ -162,6 +164,8 @@ async def opencode_db_path(binary: str, env: Mapping[str, str], data_dir: Path) 
 
 def _schema(source: Path) -> tuple[list[tuple[str, str, str]], dict[str, list[str]]]:
     """Read the schema objects and each table's columns from ``source`` (read only)."""
+    import sqlite3
+
     connection = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True)
     try:
         objects = [
@@ -207,6 +211,8 @@ def copy_v2_database(source: Path, target: Path) -> None:
     Raises:
         CredentialsError: the copy failed (the partial target is removed).
     """
+    import sqlite3
+
     prefix = f"could not copy OpenCode V2 authentication database from {source}"
     if os.path.lexists(target):
         raise CredentialsError(f"{prefix}: {target} already exists")

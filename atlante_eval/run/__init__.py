@@ -13,16 +13,33 @@ and ``selftest`` both call it); :mod:`.balance` splits ``--shard`` runs;
 :mod:`.grading` is the one grading path, which :mod:`.regrade` (``regrade_run``,
 with :mod:`.regrade_basis`, :mod:`.regrade_sides` and :mod:`.regrader`) shares to
 judge stored trials again;
-:mod:`.summary` and :mod:`.limits` are small helpers. Only the options model is
-re-exported: the engine is imported by path.
+:mod:`.record` and :mod:`.recorder` record the published run in the history (in a
+process of its own); :mod:`.summary` and :mod:`.limits` are small helpers. Only the
+options model is re-exported (loaded on first use): the engine is imported by path.
 """
 
 from __future__ import annotations
 
-from .options import MAX_RETRY_INFRA, RunOptions, run_options
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .options import MAX_RETRY_INFRA as MAX_RETRY_INFRA
+    from .options import RunOptions as RunOptions
+    from .options import run_options as run_options
 
 __all__ = [
     "MAX_RETRY_INFRA",
     "RunOptions",
     "run_options",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: the history recorder's process (:mod:`.recorder`) is a module
+    # of this package and needs none of the options' models.
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(".options", __name__), name)
+    globals()[name] = value
+    return value

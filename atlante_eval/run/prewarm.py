@@ -1,13 +1,14 @@
 """Load what a run's end needs while its first sessions wait on the model.
 
 A run ends by publishing ``report.html`` (jinja2, pygments, the page modules)
-and, by default, recording itself in the history store (SQLAlchemy). Importing
-them is a fixed cost of a few hundred milliseconds of CPU that used to come
-after the last session, where the user waits for it. Once the first session has
-started (never before it: the launch path stays as small as
-``tests/test_launch_path.py`` pins it), one daemon thread imports them while the
-sessions wait on the model, so the end finds them loaded. An import that fails
-there is left for the end to do again, and report, as before.
+and, by default, recording itself in the history store (SQLAlchemy, in a process
+of its own: :mod:`.recorder`). Importing them is a fixed cost of a few hundred
+milliseconds of CPU that used to come after the last session, where the user
+waits for it. Once the first session is over (never before it: the launch path
+stays as small as ``tests/test_launch_path.py`` pins it), one daemon thread
+imports the page modules and then starts the recorder's process (``then``),
+while the sessions wait on the model, so the end finds them ready. An import
+that fails there is left for the end to do again, and report, as before.
 """
 
 from __future__ import annotations
@@ -16,38 +17,41 @@ import importlib
 import threading
 from collections.abc import Callable, Sequence
 
-__all__ = ["END_MODULES", "HISTORY_MODULES", "end_modules", "prewarmer"]
+__all__ = ["END_MODULES", "end_modules", "prewarmer"]
 
 #: What publishing ``report.html`` imports.
 END_MODULES = ("atlante_eval.views.html",)
-#: What recording the run in the history store imports (with the SQLite driver).
-HISTORY_MODULES = ("atlante_eval.history.store", "sqlalchemy.dialects.sqlite")
 
 
-def end_modules(*, html: bool, history: bool) -> tuple[str, ...]:
-    """What the end of a run with these options will import."""
-    return (*(END_MODULES if html else ()), *(HISTORY_MODULES if history else ()))
+def end_modules(*, html: bool) -> tuple[str, ...]:
+    """What the end of a run with these options will import in the run's process."""
+    return END_MODULES if html else ()
 
 
-def prewarmer(modules: Sequence[str]) -> Callable[[], None]:
-    """A callable that starts importing ``modules`` in the background, once (later calls: no-op)."""
+def prewarmer(
+    modules: Sequence[str], *, then: Callable[[], None] | None = None
+) -> Callable[[], None]:
+    """A callable that starts importing ``modules`` in the background, then calls ``then``,
+    once (later calls: no-op)."""
     names = tuple(modules)
     started = threading.Event()
 
     def start() -> None:
-        if started.is_set() or not names:
+        if started.is_set() or not (names or then):
             return
         started.set()
         threading.Thread(
-            target=_load, args=(names,), name="atlante-eval-prewarm", daemon=True
+            target=_load, args=(names, then), name="atlante-eval-prewarm", daemon=True
         ).start()
 
     return start
 
 
-def _load(names: Sequence[str]) -> None:
+def _load(names: Sequence[str], then: Callable[[], None] | None) -> None:
     for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the run's end imports it again and reports the problem
-            return
+            break
+    if then is not None:
+        then()

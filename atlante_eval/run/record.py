@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 from .._util.paths import display_path
 from ..diagnostics import Diagnostic, DiagnosticError, warning
 from ..history import HistoryLocation, history_location
-from ..project.config import Project
 from ..report import RunReport
-from .options import RunOptions
 
 if TYPE_CHECKING:
     from ..history.alerts import AlertMessage, CauseFinder
-    from ..history.ingest import IngestResult
+    from ..history.models import IngestResult
     from ..history.store import HistoryStore
+    from ..project.config import Project
+    from .options import RunOptions
 
 __all__ = [
     "RecordOutcome",
@@ -38,6 +38,7 @@ __all__ = [
     "blessed_report",
     "delta_cause",
     "expand_webhook",
+    "not_recorded",
     "record_run",
     "recording_for",
 ]
@@ -132,10 +133,10 @@ def record_run(
             outcome = alert_after(store, recording, report, report_path, cause_of)
     except DiagnosticError as exc:
         first = exc.diagnostics[0]
-        return RecordOutcome(notes=[_not_recorded(first.message, first.cause, first.next)])
+        return RecordOutcome(notes=[not_recorded(first.message, first.cause, first.next)])
     except Exception as exc:  # noqa: BLE001 - the report is out: recording never fails a run
         return RecordOutcome(
-            notes=[_not_recorded("unexpected error", f"{type(exc).__name__}: {exc}", None)]
+            notes=[not_recorded("unexpected error", f"{type(exc).__name__}: {exc}", None)]
         )
     return RecordOutcome(
         ingested=ingested,
@@ -165,7 +166,8 @@ def delta_cause(store: HistoryStore, head_dir: Path) -> CauseFinder:
     return cause
 
 
-def _not_recorded(message: str, cause: str | None, next_step: str | None) -> Diagnostic:
+def not_recorded(message: str, cause: str | None, next_step: str | None) -> Diagnostic:
+    """The ``history-not-recorded`` warning."""
     return warning(
         "history-not-recorded",
         f"the run was not recorded in the history: {message}",

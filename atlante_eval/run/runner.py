@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from .._util.logs import bind_context, get_logger, unbind_context
+from .._util.memory import release_free_memory
 from .._util.paths import display_path
 from .._version import __version__
 from ..diagnostics import Diagnostic, DiagnosticError, error, warning
@@ -46,6 +47,7 @@ from .options import DEFAULT_JOBS, RunOptions, options_from_keywords
 from .prepare import PreparedRun, ProgressCallback, announce, prepare_run
 from .prewarm import end_modules, prewarmer
 from .record import Recording, RecordOutcome, record_run, recording_for
+from .recorder import RecorderProcess
 from .tracking import RunProgress, scenario_results
 
 if TYPE_CHECKING:
@@ -205,7 +207,11 @@ async def _begin(run: ActiveRun, progress: RunProgress, ready: PreparedRun) -> J
 
 
 def _engine(
-    ready: PreparedRun, progress: RunProgress, run: ActiveRun, gateway: GatewayRun | None
+    ready: PreparedRun,
+    progress: RunProgress,
+    run: ActiveRun,
+    gateway: GatewayRun | None,
+    recorder: RecorderProcess | None = None,
 ) -> Engine:
     """The engine of one run, reporting to ``progress``, refusing trials whose inputs changed."""
     suite, options = ready.suite, ready.options
@@ -234,7 +240,9 @@ def _engine(
         cleanup_failures=run.cleanup_failures,
         guard=_guard(ready.watch),
         arms=ready.arms,
-        on_session_end=prewarmer(end_modules(html=options.html, history=options.history)),
+        on_session_end=prewarmer(
+            end_modules(html=options.html), then=recorder.start if recorder is not None else None
+        ),
     )
 
 
@@ -329,35 +337,53 @@ async def execute_run(
     """
     options = options or RunOptions()
     recording = recording_for(load_project(path), options) if options.history else None
+    # The store is written by a process of its own, started while sessions run (.recorder).
+    recorder = (
+        RecorderProcess(recording)
+        if recording is not None and recording.location is not None
+        else None
+    )
     lock = lock_for_resume(options.resume) if options.resume is not None else None
     leases = ExitStack()  # a pinned host's hold on its managed copy, for the whole run
+    if recorder is not None:
+        leases.callback(recorder.close)
     try:
         try:
             outcome = await _execute_run(
-                path, options, host=host, on_event=on_event, control=control, leases=leases
+                path,
+                options,
+                host=host,
+                on_event=on_event,
+                control=control,
+                leases=leases,
+                recorder=recorder,
             )
         except EvalRunError as exc:
             if recording is not None:
-                await _record(recording, exc.report, exc.report_path, on_event)
+                await _record(recording, recorder, exc.report, exc.report_path, on_event)
             raise
+        if recording is None:
+            return outcome
+        recorded = await _record(recording, recorder, outcome.report, outcome.path, on_event)
     finally:
         leases.close()
         if lock is not None:
             lock.close()
-    if recording is None:
-        return outcome
-    recorded = await _record(recording, outcome.report, outcome.path, on_event)
     return replace(outcome, history=recorded)
 
 
 async def _record(
     recording: Recording,
+    recorder: RecorderProcess | None,
     report: RunReport,
     report_path: Path,
     on_event: ProgressCallback | None,
 ) -> RecordOutcome:
     """Record the published run in the history (a thread: the store's I/O blocks)."""
-    outcome = await anyio.to_thread.run_sync(lambda: record_run(recording, report, report_path))
+    if recorder is not None:
+        outcome = await anyio.to_thread.run_sync(recorder.record, report_path)
+    else:  # no store (an alert without one is a warning): nothing to load
+        outcome = await anyio.to_thread.run_sync(lambda: record_run(recording, report, report_path))
     for note in outcome.notes:
         await call_sink(on_event, DiagnosticNotice(note))
     return outcome
@@ -371,6 +397,7 @@ async def _execute_run(
     on_event: ProgressCallback | None,
     control: RunControl | None,
     leases: ExitStack,
+    recorder: RecorderProcess | None = None,
 ) -> RunOutcome:
     ready = await prepare_run(path, options, host=host, on_event=on_event, leases=leases)
     control = control or RunControl()
@@ -382,7 +409,7 @@ async def _execute_run(
         ready.definitions,
         announce=ready.driver is None,
     )
-    ending = _Ending(ready, on_event)
+    ending = _Ending(ready, on_event, recorder=recorder)
     try:
         async with run_lifecycle(
             project_root=ready.suite.project.root,
@@ -408,6 +435,8 @@ async def _execute_run(
     except DiagnosticError as exc:
         raise with_journal_cause(exc, ending.failure, lambda: run.run_dir) from None
     report, report_path = _published(run)
+    if recorder is not None:  # it records while report.html is rendered
+        await anyio.to_thread.run_sync(recorder.submit, report_path)
     html = await _publish_html(run, ready.notices, on_event) if ready.options.html else None
     stopped = _stopped_error(ending.failure, control.interrupted, report, report_path, run.run_dir)
     if stopped is not None:
@@ -425,6 +454,8 @@ class _Ending:
     """The error that stopped the run, or one met once the report was out."""
     gateway: GatewayRun | None = None
     """The run's model gateway, once started."""
+    recorder: RecorderProcess | None = None
+    """The history recorder's process, started once the first session is over."""
 
     async def finish(self) -> dict[str, object]:
         """The end check (what changed in the project since the last trial's check), and
@@ -462,7 +493,7 @@ async def _run_trials(
         async with run_gateway(ready.gateway) as gateway:
             ending.gateway = gateway
             return await _drive(
-                _engine(ready, progress, run, gateway),
+                _engine(ready, progress, run, gateway, ending.recorder),
                 control=control,
                 on_event=on_event,
                 started=RunStarted(
@@ -521,6 +552,9 @@ async def _publish_html(
     assert report is not None
 
     def publish() -> Path:
+        # The sessions' freed memory goes back first: the page's templates and modules
+        # then fit in it instead of stacking on the run's peak (docs/performance.md).
+        release_free_memory()
         source = PublishedReport(report, run_dir=run.run_dir, links_from=run.run_dir)
         return run.publish(HTML_FILE, RUN_REPORT_WRITERS["html"].render(source))
 
