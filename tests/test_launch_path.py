@@ -208,3 +208,17 @@ def test_cli_annotations_are_not_strings() -> None:
     for name in ("app", "usage", *COMMAND_MODULES):
         module = importlib.import_module(f"atlante_eval.cli.{name}")
         assert "annotations" not in vars(module), name
+
+
+def test_the_plugin_stand_in_hands_any_other_name_to_pydantics_loader() -> None:
+    """A later pydantic may ask its loader for more than ``get_plugins``: the stand-in
+    then loads the real module and answers from it, so models still build."""
+    out = _python(
+        "import json, sys\n"
+        "from atlante_eval._util.plugins import PLUGIN_LOADER, skip_pydantic_plugins\n"
+        "skip_pydantic_plugins()\n"
+        "from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP\n"
+        "print(json.dumps([PYDANTIC_ENTRY_POINT_GROUP,\n"
+        "                  hasattr(sys.modules[PLUGIN_LOADER], '_plugins')]))\n"
+    )
+    assert json.loads(out) == ["pydantic", True]

@@ -13,6 +13,7 @@ that imports the library keeps its plugins.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import types
 
@@ -31,6 +32,18 @@ def skip_pydantic_plugins() -> bool:
     if PLUGIN_LOADER in sys.modules:
         return False
     loader = types.ModuleType(PLUGIN_LOADER, "atlante-eval: no pydantic plugins in the CLI")
+
+    def real(name: str) -> object:
+        """Anything else pydantic asks of its loader (a later version may): the real
+        module's. Dunder names are the import system's questions (``__path__``: is it a
+        package?): they get the stand-in's plain answer."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if sys.modules.get(PLUGIN_LOADER) is loader:
+            del sys.modules[PLUGIN_LOADER]
+        return getattr(importlib.import_module(PLUGIN_LOADER), name)
+
     loader.get_plugins = _no_plugins  # type: ignore[attr-defined]
+    setattr(loader, "__getattr__", real)  # noqa: B010 - a module's __getattr__ (PEP 562)
     sys.modules[PLUGIN_LOADER] = loader
     return True
