@@ -21,6 +21,7 @@ only ever lowers those chances: the bounds hold for the whole rule.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -33,9 +34,12 @@ __all__ = [
     "calibrate",
     "change_error",
     "decisions",
+    "largest_holding",
+    "margin_worst_case",
     "sides",
     "unchanged_error",
     "unchanged_levels",
+    "unchanged_search",
 ]
 
 #: Candidate levels ``e`` of the unchanged rule: alpha, alpha * 2^(-1/4), ..., this many steps.
@@ -152,13 +156,23 @@ def _critical_p(
 ) -> tuple[float, float]:
     """Largest attainable Fisher p-value below ``share`` whose worst-case error is <= share."""
     candidates = sorted({p for n in looks for row in fisher_table(n0, n) for p in row if p < share})
+    return largest_holding(
+        candidates, lambda c: change_error(n0, looks, critical_p=c, alpha=alpha), share
+    )
+
+
+def largest_holding(
+    candidates: Sequence[float], error: Callable[[float], float], bound: float
+) -> tuple[float, float]:
+    """The largest of the increasing ``candidates`` whose ``error`` is at most ``bound``, and
+    that error (binary search: the error grows with the candidate); ``(0.0, 0.0)`` for none."""
     low, high = 0, len(candidates) - 1
     best: tuple[float, float] = (0.0, 0.0)
     while low <= high:
         middle = (low + high) // 2
-        error = change_error(n0, looks, critical_p=candidates[middle], alpha=alpha)
-        if error <= share:
-            best = (candidates[middle], error)
+        found = error(candidates[middle])
+        if found <= bound:
+            best = (candidates[middle], found)
             low = middle + 1
         else:
             high = middle - 1
@@ -181,22 +195,32 @@ def unchanged_error(
         return "unchanged" if x in rows[(k, s0)] else "continue"
 
     polynomials = path_counts(n0, looks, rule).head_polynomials(("unchanged",))
+
+    def chance(p0: float, p1: float) -> float:
+        return math.fsum(
+            weight * horner(polynomial, p1)
+            for weight, polynomial in zip(binomial_pmf(n0, p0), polynomials, strict=True)
+            if polynomial is not None and weight > 1e-15
+        )
+
+    return margin_worst_case(margin, chance)
+
+
+def margin_worst_case(
+    margin: float, chance: Callable[[float, float], float], *, grid: int = 40
+) -> float:
+    """Largest ``chance(p0, p1)`` over true differences ``p1 - p0`` of exactly ``±margin``."""
     worst = 0.0
     for sign in (-1.0, 1.0):
         low, high = (margin, 1.0) if sign < 0 else (0.0, 1.0 - margin)
         if high < low:
             continue
 
-        def chance(t: float, sign: float = sign, low: float = low, high: float = high) -> float:
+        def along(t: float, sign: float = sign, low: float = low, high: float = high) -> float:
             p0 = low + t * (high - low)
-            p1 = min(1.0, max(0.0, p0 + sign * margin))
-            return math.fsum(
-                weight * horner(polynomial, p1)
-                for weight, polynomial in zip(binomial_pmf(n0, p0), polynomials, strict=True)
-                if polynomial is not None and weight > 1e-15
-            )
+            return chance(p0, min(1.0, max(0.0, p0 + sign * margin)))
 
-        worst = max(worst, worst_case(chance, grid=40)[0])
+        worst = max(worst, worst_case(along, grid=grid)[0])
     return worst
 
 
@@ -204,17 +228,25 @@ def _unchanged_level(
     n0: int, looks: tuple[int, ...], *, alpha: float, margin: float
 ) -> tuple[float, float]:
     """Largest candidate level whose worst-case wrong-unchanged chance is at most alpha."""
+    return unchanged_search(
+        alpha, lambda level: unchanged_error(n0, looks, level=level, alpha=alpha, margin=margin)
+    )
+
+
+def unchanged_search(alpha: float, error: Callable[[float], float]) -> tuple[float, float]:
+    """Largest of :func:`unchanged_levels` whose ``error`` is at most ``alpha``, and that
+    error (``alpha`` itself first; ``(0.0, 0.0)``: unchanged is never decided)."""
     levels = unchanged_levels(alpha)
-    first = unchanged_error(n0, looks, level=levels[0], alpha=alpha, margin=margin)
+    first = error(levels[0])
     if first <= alpha:
         return levels[0], first
     low, high = 1, len(levels) - 1
     best = (0.0, 0.0)  # no candidate holds: unchanged is never decided
     while low <= high:
         middle = (low + high) // 2
-        error = unchanged_error(n0, looks, level=levels[middle], alpha=alpha, margin=margin)
-        if error <= alpha:
-            best = (levels[middle], error)
+        found = error(levels[middle])
+        if found <= alpha:
+            best = (levels[middle], found)
             high = middle - 1
         else:
             low = middle + 1

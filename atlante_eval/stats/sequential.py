@@ -27,6 +27,7 @@ values depend only on the design and ``n0``, and are computed deterministically,
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -43,7 +44,9 @@ __all__ = [
     "SequentialDesign",
     "assess",
     "boundaries",
+    "judge_look",
     "look_schedule",
+    "undecided_look",
 ]
 
 #: Each planned look has at least this many times the trials of the one before.
@@ -158,9 +161,67 @@ class Look:
     """Chance of a decision at a later look (None when decided or at the last look)."""
 
 
-def _undecided(passed: int, graded: int, base: tuple[int, int]) -> Look:
+def undecided_look(passed: int, graded: int, base: tuple[int, int]) -> Look:
+    """The look of a comparison with no graded trial on a side: nothing can be judged."""
     difference = (passed / graded if graded else 0.0) - (base[0] / base[1] if base[1] else 0.0)
     return Look(passed, graded, difference, (-1.0, 1.0), 1.0, 1.0, "inconclusive", None, None)
+
+
+def judge_look(
+    design: SequentialDesign,
+    *,
+    base: tuple[int, int],
+    head: tuple[int, int],
+    critical_p: float,
+    level: float,
+    look_confidence: float,
+    look: int | None,
+    decidable: Callable[[int], float],
+) -> Look:
+    """Judge one look under calibrated thresholds: BASE ``base`` against HEAD ``head``
+    (passed, graded; both graded at least once).
+
+    ``level`` is the unchanged rule's level and ``look_confidence`` the intervals'
+    confidence (``1 - level``), each as the calibration that chose them computed it.
+
+    ``decidable(k)`` is the chance of a decision after planned look ``k``, asked only
+    before the last look when this one decides nothing (futility).
+    """
+    (base_passed, base_graded), (passed, graded) = base, head
+    cell = decisions(
+        base_graded,
+        graded,
+        critical_p=critical_p,
+        alpha=design.alpha,
+        margin=design.margin,
+        level=level,
+    )[base_passed][passed]
+    p_value = fisher_exact_two_sided(base_passed, base_graded, passed, graded)
+    interval = (
+        newcombe_difference_interval(
+            base_passed, base_graded, passed, graded, confidence=look_confidence
+        )
+        if level > 0.0
+        else (-1.0, 1.0)
+    )
+    verdict: ComparisonVerdict = "inconclusive" if cell == "continue" else cell  # type: ignore[assignment]
+    index = design.looks.index(look) if look in design.looks else len(design.looks) - 1
+    chance: float | None = None
+    stop: LookStop | None = "decided" if cell != "continue" else None
+    if stop is None and index < len(design.looks) - 1:
+        chance = decidable(index)
+        stop = "undecidable" if chance < FUTILITY else None
+    return Look(
+        passed=passed,
+        graded=graded,
+        difference=passed / graded - base_passed / base_graded,
+        interval=interval,
+        p_value=p_value,
+        adjusted_p=min(1.0, p_value * design.alpha / critical_p) if critical_p > 0.0 else 1.0,
+        verdict=verdict,
+        stop=stop,
+        decidable=chance,
+    )
 
 
 def assess(
@@ -179,7 +240,7 @@ def assess(
     (infra-errors) are judged as they are, the later looks shifted by the shortfall.
     """
     if not base_graded or not graded:
-        return _undecided(passed, graded, (base_passed, base_graded))
+        return undecided_look(passed, graded, (base_passed, base_graded))
     bounds = boundaries(design, base_graded)
     level = 1.0 - bounds.look_confidence
     rule = {
@@ -188,36 +249,17 @@ def assess(
         "margin": design.margin,
         "level": level,
     }
-    cell = decisions(base_graded, graded, **rule)[base_passed][passed]
-    p_value = fisher_exact_two_sided(base_passed, base_graded, passed, graded)
-    interval = (
-        newcombe_difference_interval(
-            base_passed, base_graded, passed, graded, confidence=bounds.look_confidence
-        )
-        if level > 0.0
-        else (-1.0, 1.0)
-    )
-    verdict: ComparisonVerdict = "inconclusive" if cell == "continue" else cell  # type: ignore[assignment]
-    index = design.looks.index(look) if look in design.looks else len(design.looks) - 1
-    chance: float | None = None
-    stop: LookStop | None = "decided" if cell != "continue" else None
-    if stop is None and index < len(design.looks) - 1:
-        chance = _decidable(
-            design, rule, base=(base_passed, base_graded), x=passed, n=graded, k=index
-        )
-        stop = "undecidable" if chance < FUTILITY else None
-    return Look(
-        passed=passed,
-        graded=graded,
-        difference=passed / graded - base_passed / base_graded,
-        interval=interval,
-        p_value=p_value,
-        adjusted_p=min(1.0, p_value * design.alpha / bounds.critical_p)
-        if bounds.critical_p > 0.0
-        else 1.0,
-        verdict=verdict,
-        stop=stop,
-        decidable=chance,
+    return judge_look(
+        design,
+        base=(base_passed, base_graded),
+        head=(passed, graded),
+        critical_p=bounds.critical_p,
+        level=level,
+        look_confidence=bounds.look_confidence,
+        look=look,
+        decidable=lambda k: _decidable(
+            design, rule, base=(base_passed, base_graded), x=passed, n=graded, k=k
+        ),
     )
 
 

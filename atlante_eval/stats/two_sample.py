@@ -34,11 +34,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from .boundaries import Calibration, decisions, sides, unchanged_levels
+from .boundaries import (
+    Calibration,
+    decisions,
+    largest_holding,
+    margin_worst_case,
+    sides,
+    unchanged_search,
+)
 from .exact import Cell, fisher_table, horner, worst_case
-from .futility import FUTILITY, predictive
-from .proportions import ComparisonVerdict, fisher_exact_two_sided, newcombe_difference_interval
-from .sequential import Look, LookStop, SequentialDesign
+from .futility import predictive
+from .proportions import newcombe_difference_interval
+from .sequential import Look, SequentialDesign, judge_look, undecided_look
 
 __all__ = [
     "METHOD",
@@ -205,19 +212,9 @@ def two_sample_unchanged_error(
         return "unchanged" if (s, x) in inside[k] else "continue"
 
     counts = two_sample_counts(looks, rule)
-    worst = 0.0
-    for sign in (-1.0, 1.0):
-        low, high = (margin, 1.0) if sign < 0 else (0.0, 1.0 - margin)
-        if high < low:
-            continue
-
-        def chance(t: float, sign: float = sign, low: float = low, high: float = high) -> float:
-            p0 = low + t * (high - low)
-            p1 = min(1.0, max(0.0, p0 + sign * margin))
-            return counts.chance(("unchanged",), p0, p1)
-
-        worst = max(worst, worst_case(chance, grid=grid)[0])
-    return worst
+    return margin_worst_case(
+        margin, lambda p0, p1: counts.chance(("unchanged",), p0, p1), grid=grid
+    )
 
 
 @lru_cache(maxsize=64)
@@ -226,39 +223,17 @@ def arm_calibration(
 ) -> Calibration:
     """Calibrate both thresholds of the two-sample design for these looks."""
     candidates = sorted({p for n in looks for row in fisher_table(n, n) for p in row if p < share})
-    low, high = 0, len(candidates) - 1
-    critical, change = 0.0, 0.0
-    while low <= high:
-        middle = (low + high) // 2
-        error = two_sample_change_error(looks, critical_p=candidates[middle], alpha=alpha)
-        if error <= share:
-            critical, change = candidates[middle], error
-            low = middle + 1
-        else:
-            high = middle - 1
-    level, unchanged = _unchanged_level(looks, alpha=alpha, margin=margin)
+    critical, change = largest_holding(
+        candidates,
+        lambda c: two_sample_change_error(looks, critical_p=c, alpha=alpha),
+        share,
+    )
+    level, unchanged = unchanged_search(
+        alpha, lambda level: two_sample_unchanged_error(looks, level=level, margin=margin)
+    )
     return Calibration(
         critical_p=critical, change_error=change, unchanged_level=level, unchanged_error=unchanged
     )
-
-
-def _unchanged_level(looks: tuple[int, ...], *, alpha: float, margin: float) -> tuple[float, float]:
-    """Largest candidate level whose worst-case wrong-unchanged chance is at most alpha."""
-    levels = unchanged_levels(alpha)
-    first = two_sample_unchanged_error(looks, level=levels[0], margin=margin)
-    if first <= alpha:
-        return levels[0], first
-    low, high = 1, len(levels) - 1
-    best = (0.0, 0.0)  # no candidate holds: unchanged is never decided
-    while low <= high:
-        middle = (low + high) // 2
-        error = two_sample_unchanged_error(looks, level=levels[middle], margin=margin)
-        if error <= alpha:
-            best = (levels[middle], error)
-            high = middle - 1
-        else:
-            low = middle + 1
-    return best
 
 
 def assess_arm(
@@ -277,51 +252,25 @@ def assess_arm(
     each side's later looks shifted by its own shortfall.
     """
     if not control_graded or not graded:
-        rate = (passed / graded if graded else 0.0) - (
-            control_passed / control_graded if control_graded else 0.0
-        )
-        return Look(passed, graded, rate, (-1.0, 1.0), 1.0, 1.0, "inconclusive", None, None)
+        return undecided_look(passed, graded, (control_passed, control_graded))
     found = arm_calibration(
         design.looks, share=design.share, alpha=design.alpha, margin=design.margin
     )
-    level = found.unchanged_level
-    rule = (found.critical_p, design.alpha, design.margin, level)
-    cell = decisions(
-        control_graded,
-        graded,
-        critical_p=found.critical_p,
-        alpha=design.alpha,
-        margin=design.margin,
-        level=level,
-    )[control_passed][passed]
-    p_value = fisher_exact_two_sided(control_passed, control_graded, passed, graded)
-    interval = (
-        newcombe_difference_interval(
-            control_passed, control_graded, passed, graded, confidence=1.0 - level
-        )
-        if level > 0.0
-        else (-1.0, 1.0)
-    )
-    verdict: ComparisonVerdict = "inconclusive" if cell == "continue" else cell  # type: ignore[assignment]
-    index = design.looks.index(look) if look in design.looks else len(design.looks) - 1
-    chance: float | None = None
-    stop: LookStop | None = "decided" if cell != "continue" else None
-    if stop is None and index < len(design.looks) - 1:
+    rule = (found.critical_p, design.alpha, design.margin, found.unchanged_level)
+
+    def decidable(index: int) -> float:
         later = tuple(n - design.looks[index] for n in design.looks[index + 1 :])
-        chance = arm_decidable((control_passed, control_graded), (passed, graded), later, rule)
-        stop = "undecidable" if chance < FUTILITY else None
-    return Look(
-        passed=passed,
-        graded=graded,
-        difference=passed / graded - control_passed / control_graded,
-        interval=interval,
-        p_value=p_value,
-        adjusted_p=min(1.0, p_value * design.alpha / found.critical_p)
-        if found.critical_p > 0.0
-        else 1.0,
-        verdict=verdict,
-        stop=stop,
-        decidable=chance,
+        return arm_decidable((control_passed, control_graded), (passed, graded), later, rule)
+
+    return judge_look(
+        design,
+        base=(control_passed, control_graded),
+        head=(passed, graded),
+        critical_p=found.critical_p,
+        level=found.unchanged_level,
+        look_confidence=1.0 - found.unchanged_level,
+        look=look,
+        decidable=decidable,
     )
 
 
