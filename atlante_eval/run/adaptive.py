@@ -14,7 +14,7 @@ count once and are reported ``new``. Trials keep their plan order per scenario
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,13 +44,23 @@ from ..report.compare_notes import DETECT_POINTS
 from ..stats.futility import FUTILITY
 from ..stats.operating import adaptive_detectable_drop, baseline_needed
 from ..stats.planning import fixed_trials
-from ..stats.sequential import METHOD, SequentialDesign, assess, boundaries, look_schedule
+from ..stats.sequential import (
+    METHOD,
+    Look,
+    SequentialDesign,
+    assess,
+    boundaries,
+    look_schedule,
+)
 from .options import RunOptions
 
 __all__ = [
     "AdaptiveDriver",
     "AdaptiveSettings",
+    "Judged",
     "arms_settings",
+    "decorated",
+    "graded_counts",
     "load_settings",
     "settings_from_options",
 ]
@@ -184,8 +194,79 @@ def design_baseline(old: ScenarioResult) -> tuple[int, int, int] | None:
     return sum(1 for t in graded if t.verdict == "pass"), len(graded), stats.graded
 
 
-@dataclass
-class _Track:
+def graded_counts(trials: Sequence[TrialResult]) -> tuple[int, int]:
+    """Passed and graded trials (infra-errors and skipped-budget trials are not graded)."""
+    graded = [t for t in trials if t.verdict not in _UNGRADED]
+    return sum(1 for t in graded if t.verdict == "pass"), len(graded)
+
+
+@dataclass(kw_only=True)
+class Judged:
+    """One comparison's looks so far, its decision, and why it stopped (either driver's)."""
+
+    looks: list[AdaptiveLook] = field(default_factory=list)
+    decision: AdaptiveDecision = "inconclusive"
+    stopped: AdaptiveStop | None = None
+
+    def take(
+        self, look: Look, trials: Sequence[TrialResult], *, target: int, last: int
+    ) -> AdaptiveLook:
+        """Record ``look``, taken at ``target`` planned trials of ``trials`` (``last``: the
+        last planned look), and stop when it decided, gave up or was the last."""
+        record = AdaptiveLook(
+            trials=sum(1 for t in trials if t.verdict != "skipped-budget"),
+            passed=look.passed,
+            graded=look.graded,
+            difference=look.difference,
+            interval=look.interval,
+            p_value=look.p_value,
+            adjusted_p=look.adjusted_p,
+            verdict=look.verdict,
+            decidable=None if look.decidable is None else round(look.decidable, 6),
+        )
+        self.looks.append(record)
+        self.decision = look.verdict
+        if look.stop is not None:
+            self.stopped = look.stop
+        elif target >= last:
+            self.stopped = "max-trials"
+        return record
+
+    def fixed(
+        self, base: tuple[int, int], ran: int, *, settings: AdaptiveSettings, family: int
+    ) -> int | None:
+        """Trials per side a fixed-count run needs for the same decision against ``base``
+        (passed, graded); ``ran`` when no decision is claimed."""
+        if self.decision == "inconclusive" or not self.looks:
+            return ran
+        last = self.looks[-1]
+        return fixed_trials(
+            base[0],
+            base[1],
+            last.passed,
+            last.graded,
+            change=self.decision != "unchanged",
+            alpha=settings.alpha,
+            margin=settings.margin,
+            family=family,
+        )
+
+
+def decorated(report: RunReport, record: Callable[[RunReport], AdaptiveRecord]) -> RunReport:
+    """``report`` with its decision record, built by ``record``.
+
+    A record that cannot be built leaves the report without it (and is logged):
+    the trials are never lost for want of their summary.
+    """
+    try:
+        return report.model_copy(update={"adaptive": record(report)})
+    except Exception:  # publishing the trials matters more than their record
+        log.exception("adaptive.record_failed")
+        return report
+
+
+@dataclass(kw_only=True)
+class _Track(Judged):
     """One scenario's progress through the looks."""
 
     base: tuple[int, int] | None
@@ -193,9 +274,6 @@ class _Track:
     changed: bool
     target: int = 0
     """Trials planned for the scenario so far."""
-    looks: list[AdaptiveLook] = field(default_factory=list)
-    decision: AdaptiveDecision = "inconclusive"
-    stopped: AdaptiveStop | None = None
 
 
 class AdaptiveDriver:
@@ -345,34 +423,16 @@ class AdaptiveDriver:
         if track.base is None:
             track.decision, track.stopped = "new", "fixed-count"
             return None
-        graded = [t for t in trials if t.verdict not in ("infra-error", "skipped-budget")]
-        passed = sum(1 for t in graded if t.verdict == "pass")
+        passed, graded = graded_counts(trials)
         look = assess(
             self.design,
             base_passed=track.base[0],
             base_graded=track.base[1],
             passed=passed,
-            graded=len(graded),
+            graded=graded,
             look=track.target,
         )
-        record = AdaptiveLook(
-            trials=sum(1 for t in trials if t.verdict != "skipped-budget"),
-            passed=passed,
-            graded=len(graded),
-            difference=look.difference,
-            interval=look.interval,
-            p_value=look.p_value,
-            adjusted_p=look.adjusted_p,
-            verdict=look.verdict,
-            decidable=None if look.decidable is None else round(look.decidable, 6),
-        )
-        track.looks.append(record)
-        track.decision = look.verdict
-        if look.stop is not None:
-            track.stopped = look.stop
-        elif track.target >= self.design.looks[-1]:
-            track.stopped = "max-trials"
-        return record
+        return track.take(look, trials, target=track.target, last=self.design.looks[-1])
 
     def event(self, name: str, look: AdaptiveLook) -> ScenarioLooked:
         """The progress event of a look, with the scenario's state after it."""
@@ -470,34 +530,14 @@ class AdaptiveDriver:
         )
 
     def decorate(self, report: RunReport) -> RunReport:
-        """Add the decision record to the report about to be published.
-
-        A record that cannot be built leaves the report without it (and is logged):
-        the trials are never lost for want of their summary.
-        """
-        try:
-            return report.model_copy(update={"adaptive": self.record(report)})
-        except Exception:  # publishing the trials matters more than their record
-            log.exception("adaptive.record_failed")
-            return report
+        """Add the decision record to the report about to be published."""
+        return decorated(report, self.record)
 
     def _fixed(self, track: _Track, ran: int) -> int | None:
         """Trials a fixed-count run needs for the same decision (``ran`` when none is claimed)."""
         if track.base is None:
             return self.settings.fixed_count
-        if track.decision == "inconclusive" or not track.looks:
-            return ran
-        last = track.looks[-1]
-        return fixed_trials(
-            track.base[0],
-            track.base[1],
-            last.passed,
-            last.graded,
-            change=track.decision != "unchanged",
-            alpha=self.settings.alpha,
-            margin=self.settings.margin,
-            family=self.design.family,
-        )
+        return track.fixed(track.base, ran, settings=self.settings, family=self.design.family)
 
 
 def _overall(row: Comparison | None) -> AdaptiveOverall | None:

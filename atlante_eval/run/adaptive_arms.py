@@ -14,14 +14,12 @@ while any arm of the scenario does. ``--max-trials``, ``maxSessions`` and
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .._util.logs import get_logger
 from ..diagnostics import Diagnostic
 from ..project import Scenario
 from ..project.variants import Arm, arm_key
 from ..report import (
-    AdaptiveDecision,
     AdaptiveLook,
     AdaptiveRecord,
     AdaptiveScenario,
@@ -34,38 +32,25 @@ from ..report import (
 from ..report.arms import arm_scenarios
 from ..report.uplift import uplift_record
 from ..stats.futility import FUTILITY
-from ..stats.planning import fixed_trials
 from ..stats.sequential import SequentialDesign, look_schedule
 from ..stats.two_sample import METHOD, arm_calibration, assess_arm
-from .adaptive import AdaptiveSettings
+from .adaptive import AdaptiveSettings, Judged, decorated, graded_counts
 
 __all__ = ["ArmsDriver"]
 
-log = get_logger("atlante_eval.run.adaptive_arms")
 
-_UNGRADED = ("infra-error", "skipped-budget")
-
-
-@dataclass
-class _Duel:
+@dataclass(kw_only=True)
+class _Duel(Judged):
     """One arm against the control in one scenario."""
 
     scenario: str
     arm: str
-    looks: list[AdaptiveLook] = field(default_factory=list)
     control: tuple[int, int] = (0, 0)
     """The control's passed and graded trials at the last look."""
-    decision: AdaptiveDecision = "inconclusive"
-    stopped: AdaptiveStop | None = None
 
     @property
     def key(self) -> str:
         return arm_key(self.scenario, self.arm, control=False)
-
-
-def _counts(trials: Sequence[TrialResult]) -> tuple[int, int]:
-    graded = [t for t in trials if t.verdict not in _UNGRADED]
-    return sum(1 for t in graded if t.verdict == "pass"), len(graded)
 
 
 class ArmsDriver:
@@ -129,7 +114,7 @@ class ArmsDriver:
         for name, target in self.targets.items():
             if name not in trials:
                 continue
-            control = _counts(trials[name])
+            control = graded_counts(trials[name])
             for duel in self._going(name):
                 if duel.key not in trials or not ({name, duel.key} & set(fresh)):
                     continue
@@ -149,7 +134,7 @@ class ArmsDriver:
     def _observe(
         self, duel: _Duel, trials: Sequence[TrialResult], control: tuple[int, int], target: int
     ) -> AdaptiveLook:
-        passed, graded = _counts(trials)
+        passed, graded = graded_counts(trials)
         look = assess_arm(
             self.design,
             control_passed=control[0],
@@ -158,25 +143,8 @@ class ArmsDriver:
             graded=graded,
             look=target,
         )
-        record = AdaptiveLook(
-            trials=sum(1 for t in trials if t.verdict != "skipped-budget"),
-            passed=passed,
-            graded=graded,
-            difference=look.difference,
-            interval=look.interval,
-            p_value=look.p_value,
-            adjusted_p=look.adjusted_p,
-            verdict=look.verdict,
-            decidable=None if look.decidable is None else round(look.decidable, 6),
-        )
-        duel.looks.append(record)
         duel.control = control
-        duel.decision = look.verdict
-        if look.stop is not None:
-            duel.stopped = look.stop
-        elif target >= self.design.looks[-1]:
-            duel.stopped = "max-trials"
-        return record
+        return duel.take(look, trials, target=target, last=self.design.looks[-1])
 
     def stop_all(self, reason: AdaptiveStop) -> list[str]:
         """Stop every arm still going; returns their keys."""
@@ -218,7 +186,9 @@ class ArmsDriver:
                 decision=duel.decision,
                 stopped=duel.stopped or "interrupted",
                 trials=ran,
-                fixed_trials=self._fixed(duel, ran),
+                fixed_trials=duel.fixed(
+                    duel.control, ran, settings=settings, family=self.design.family
+                ),
                 compare_verdict=row.verdict if row is not None else None,
                 critical_p=bounds.critical_p,
                 look_confidence=1.0 - bounds.unchanged_level,
@@ -266,24 +236,4 @@ class ArmsDriver:
 
     def decorate(self, report: RunReport) -> RunReport:
         """Add the decision record to the report about to be published (never loses it)."""
-        try:
-            return report.model_copy(update={"adaptive": self.record(report)})
-        except Exception:  # publishing the trials matters more than their record
-            log.exception("adaptive.record_failed")
-            return report
-
-    def _fixed(self, duel: _Duel, ran: int) -> int | None:
-        """Trials a side a fixed-count run needs for the same decision."""
-        if duel.decision == "inconclusive" or not duel.looks:
-            return ran
-        last = duel.looks[-1]
-        return fixed_trials(
-            duel.control[0],
-            duel.control[1],
-            last.passed,
-            last.graded,
-            change=duel.decision != "unchanged",
-            alpha=self.settings.alpha,
-            margin=self.settings.margin,
-            family=self.design.family,
-        )
+        return decorated(report, self.record)

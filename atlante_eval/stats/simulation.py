@@ -42,6 +42,13 @@ def _binomial(rng: random.Random, n: int, p: float) -> int:
     return sum(1 for _ in range(n) if rng.random() < p)
 
 
+def _one_look(design: SequentialDesign) -> SequentialDesign:
+    """``design`` calibrated as if its last look were its only one (no allowance for the others)."""
+    return SequentialDesign(
+        alpha=design.alpha, margin=design.margin, looks=(design.looks[-1],), family=design.family
+    )
+
+
 def simulate(
     design: SequentialDesign,
     *,
@@ -57,16 +64,7 @@ def simulate(
     With ``naive``, each look is judged by a design calibrated for one look only (no
     allowance for the others): optional stopping then inflates its error rate.
     """
-    judge = (
-        SequentialDesign(
-            alpha=design.alpha,
-            margin=design.margin,
-            looks=(design.looks[-1],),
-            family=design.family,
-        )
-        if naive
-        else design
-    )
+    judge = _one_look(design) if naive else design
     rng = random.Random(seed)  # noqa: S311 - a seeded simulation, not a secret
     decisions: Counter[str] = Counter()
     used = 0
@@ -107,16 +105,7 @@ def simulate_arms(
     ``mean_trials`` counts the arm's trials (the control has as many). With
     ``naive``, each look is judged by a design calibrated for one look only.
     """
-    judge = (
-        SequentialDesign(
-            alpha=design.alpha,
-            margin=design.margin,
-            looks=(design.looks[-1],),
-            family=design.family,
-        )
-        if naive
-        else design
-    )
+    judge = _one_look(design) if naive else design
     rng = random.Random(seed)  # noqa: S311 - a seeded simulation, not a secret
     decisions: Counter[str] = Counter()
     used = 0
