@@ -6,11 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
+import pytest
 from factory import make_project, scenario
 from standin import actions
 
-from atlante_eval import Meta, RunReport, TrialResult
+from atlante_eval import EvalRunError, Meta, ProgressEvent, RunReport, TrialFinished, TrialResult
+from atlante_eval.hosts import Host
 from atlante_eval.report import MetaConfig, finalize, summarize
+from atlante_eval.run import run_options
+from atlante_eval.run.runner import RunControl, execute_run
 
 WRITE = {"write": "x.txt", "content": "done\n"}
 CHECKS = [{"type": "file-exists", "path": "x.txt"}]
@@ -72,3 +77,41 @@ def baseline(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def decisions(report: RunReport) -> dict[str, Any]:
+    """Every decision of an adaptive report with its looks, by key: what a resume must repeat."""
+    assert report.adaptive is not None
+    return {
+        key: (s.decision, s.stopped, s.trials, [look.model_dump() for look in s.looks])
+        for key, s in report.adaptive.scenarios.items()
+    }
+
+
+def interrupted_run(
+    project: Path, settings: dict[str, Any], *, after: int, out: Path, host: Host | None = None
+) -> EvalRunError:
+    """Run ``project`` (``--jobs 1``) and interrupt it once ``after`` trials finished: the
+    run's error, with the partial report it published."""
+    control = RunControl()
+    finished = 0
+
+    def on_event(event: ProgressEvent) -> None:
+        nonlocal finished
+        if isinstance(event, TrialFinished):
+            finished += 1
+            if finished == after:
+                control.interrupt()
+
+    async def interrupted() -> EvalRunError:
+        with pytest.raises(EvalRunError) as caught:
+            await execute_run(
+                project,
+                run_options(jobs=1, out=out, **settings),
+                host=host,
+                on_event=on_event,
+                control=control,
+            )
+        return caught.value
+
+    return anyio.run(interrupted)

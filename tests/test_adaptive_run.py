@@ -9,14 +9,12 @@ from typing import Any
 
 import anyio
 import pytest
-from adaptivekit import adaptive_project, baseline, chance_scenario
+from adaptivekit import adaptive_project, baseline, chance_scenario, decisions, interrupted_run
 from standin import StandinHost
 from typer.testing import CliRunner, Result
 
-from atlante_eval import EvalRunError, ProgressEvent, RunReport, TrialFinished, hosts, run_eval
+from atlante_eval import RunReport, hosts, run_eval
 from atlante_eval.cli import app
-from atlante_eval.run import run_options
-from atlante_eval.run.runner import RunControl, execute_run
 from atlante_eval.trial import process as process_module
 
 
@@ -304,15 +302,7 @@ def test_bad_adaptive_options_exit_2_before_any_trial(tmp_path: Path, expected: 
     )
 
 
-def _decisions(report: RunReport) -> dict[str, Any]:
-    assert report.adaptive is not None
-    return {
-        name: (s.decision, s.stopped, s.trials, [look.model_dump() for look in s.looks])
-        for name, s in report.adaptive.scenarios.items()
-    }
-
-
-def test_resume_of_an_interrupted_adaptive_run_reaches_the_same_decisions(tmp_path: Path) -> None:
+def test_resume_of_an_interrupted_adaptive_run_reaches_the_samedecisions(tmp_path: Path) -> None:
     """Interrupted in its second wave, then resumed: the same looks and decisions as one run."""
     docs = [chance_scenario("coin", 0.5, seed=3), chance_scenario("flip", 0.0)]
     project = adaptive_project(tmp_path / "p", docs, maxSessions=100)
@@ -325,27 +315,8 @@ def test_resume_of_an_interrupted_adaptive_run_reaches_the_same_decisions(tmp_pa
         "max_trials": 9,
     }
     whole = anyio.run(lambda: run_eval(project, jobs=1, out=tmp_path / "whole", **settings))
-    control = RunControl()
-    finished = 0
-
-    def on_event(event: ProgressEvent) -> None:
-        nonlocal finished
-        if isinstance(event, TrialFinished):
-            finished += 1
-            if finished == 7:  # the second wave (the coin's trials 4 and 5) is under way
-                control.interrupt()
-
-    async def interrupted() -> EvalRunError:
-        with pytest.raises(EvalRunError) as caught:
-            await execute_run(
-                project,
-                run_options(jobs=1, out=tmp_path / "cut", **settings),
-                on_event=on_event,
-                control=control,
-            )
-        return caught.value
-
-    failure = anyio.run(interrupted)
+    # the second wave (the coin's trials 4 and 5) is under way after 7 trials
+    failure = interrupted_run(project, settings, after=7, out=tmp_path / "cut")
     assert failure.report.adaptive is not None
     assert "interrupted" in {s.stopped for s in failure.report.adaptive.scenarios.values()}
     resumed = anyio.run(
@@ -353,7 +324,7 @@ def test_resume_of_an_interrupted_adaptive_run_reaches_the_same_decisions(tmp_pa
             project, jobs=1, out=tmp_path / "resumed", resume=failure.report_path.parent, **settings
         )
     )
-    assert _decisions(resumed) == _decisions(whole)
+    assert decisions(resumed) == decisions(whole)
     assert any(t.reused for t in resumed.all_trials())
     assert resumed.meta.resumed_from == str(failure.report_path.parent)
 

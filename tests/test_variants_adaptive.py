@@ -8,15 +8,14 @@ from typing import Any
 
 import anyio
 import pytest
+from adaptivekit import decisions, interrupted_run
 from factory import make_project, scenario
 from standin import StandinHost
 from typer.testing import CliRunner, Result
 
-from atlante_eval import EvalRunError, ProgressEvent, RunReport, TrialFinished, hosts, run_eval
+from atlante_eval import ProgressEvent, RunReport, hosts, run_eval
 from atlante_eval.cli import app
 from atlante_eval.report import ScenarioLooked, arm_scenarios
-from atlante_eval.run import run_options
-from atlante_eval.run.runner import RunControl, execute_run
 
 #: A check that passes only when the native agent file is in the sandbox.
 _NEEDS_AGENT = [{"type": "file-exists", "path": ".opencode/agents/reviewer.md"}]
@@ -58,14 +57,6 @@ def _run(root: Path, host: StandinHost | None = None, **options: Any) -> RunRepo
 
 def _indices(report: RunReport, arm: str, name: str) -> list[int]:
     return sorted(t.i for t in arm_scenarios(report, arm)[name].trials)
-
-
-def _decisions(report: RunReport) -> dict[str, Any]:
-    assert report.adaptive is not None
-    return {
-        key: (s.decision, s.stopped, s.trials, [look.model_dump() for look in s.looks])
-        for key, s in report.adaptive.scenarios.items()
-    }
 
 
 def test_the_harness_arm_is_decided_improved_against_a_bare_control(tmp_path: Path) -> None:
@@ -151,41 +142,21 @@ def test_the_cli_decides_arms_without_against_and_refuses_against_with_arms(
     assert not any((root / ".atlante" / "eval").glob("*/report.json"))
 
 
-def test_resume_of_an_interrupted_run_with_arms_reaches_the_same_decisions(
+def test_resume_of_an_interrupted_run_with_arms_reaches_the_samedecisions(
     tmp_path: Path,
 ) -> None:
     """Interrupted in its second wave, then resumed: the same looks and decisions."""
     root = _project(tmp_path / "p")
     whole = _run(root, jobs=1, out=tmp_path / "whole", **_ADAPTIVE)
-    control = RunControl()
-    finished = 0
-
-    def on_event(event: ProgressEvent) -> None:
-        nonlocal finished
-        if isinstance(event, TrialFinished):
-            finished += 1
-            if finished == 19:  # the first wave is 16 trials: the second is under way
-                control.interrupt()
-
-    async def interrupted() -> EvalRunError:
-        with pytest.raises(EvalRunError) as caught:
-            await execute_run(
-                root,
-                run_options(jobs=1, out=tmp_path / "cut", **_ADAPTIVE),
-                host=StandinHost(),
-                on_event=on_event,
-                control=control,
-            )
-        return caught.value
-
-    failure = anyio.run(interrupted)
+    # the first wave is 16 trials: after 19 the second is under way
+    failure = interrupted_run(root, _ADAPTIVE, after=19, out=tmp_path / "cut", host=StandinHost())
     assert failure.report.adaptive is not None
     assert "interrupted" in {s.stopped for s in failure.report.adaptive.scenarios.values()}
     host = StandinHost()
     resumed = _run(
         root, host, jobs=1, out=tmp_path / "resumed", resume=failure.report_path.parent, **_ADAPTIVE
     )
-    assert _decisions(resumed) == _decisions(whole)
+    assert decisions(resumed) == decisions(whole)
     reused = [
         t
         for arm in ("bare", "project")
@@ -220,7 +191,7 @@ def test_max_sessions_stops_every_arm(tmp_path: Path) -> None:
     assert sum(1 for t in trials if t.verdict == "skipped-budget") == 2
 
 
-def test_the_cli_prints_each_arms_looks_and_the_decisions(
+def test_the_cli_prints_each_arms_looks_and_thedecisions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Progress names each arm's look against the control; a finished scenario gives every
