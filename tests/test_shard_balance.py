@@ -163,6 +163,21 @@ def _run(root: Path, out: Path, **options: Any) -> RunReport:
     return anyio.run(go)
 
 
+def _balanced_shards(root: Path, tmp_path: Path, **options: Any) -> list[RunReport]:
+    """Every shard of the run balanced by duration (``--balance duration``), one job each."""
+    return [
+        _run(
+            root,
+            tmp_path / f"s{i}",
+            shard=f"{i}/{SHARDS}",
+            balance="duration",
+            jobs=1,
+            **options,
+        )
+        for i in range(1, SHARDS + 1)
+    ]
+
+
 def _positions(shard: RunReport, names: list[str]) -> list[int]:
     order = sorted(names)
     return sorted(
@@ -187,17 +202,7 @@ def test_balanced_shards_run_the_lpt_split_and_merge_into_the_whole_run(tmp_path
     names = sorted(DURATIONS)
     root = _project(tmp_path / "p", names)
     earlier = write(tmp_path / "earlier", _earlier_report(DURATIONS))
-    shards = [
-        _run(
-            root,
-            tmp_path / f"s{i}",
-            shard=f"{i}/{SHARDS}",
-            balance="duration",
-            balance_from=earlier,
-            jobs=1,
-        )
-        for i in range(1, SHARDS + 1)
-    ]
+    shards = _balanced_shards(root, tmp_path, balance_from=earlier)
     estimates = [DURATIONS[name] for name in names for _ in range(TRIALS)]
     expected = balance_by_duration(estimates, SHARDS)
     assert [tuple(_positions(s, names)) for s in shards] == list(expected)
@@ -240,18 +245,7 @@ def test_without_balance_from_the_history_stores_last_whole_run_balances(tmp_pat
     url = str(tmp_path / "history.sqlite")
     with open_store(parse_history_url(url)) as store:
         store.ingest(_earlier_report(DURATIONS))
-    shards = [
-        _run(
-            root,
-            tmp_path / f"s{i}",
-            shard=f"{i}/{SHARDS}",
-            balance="duration",
-            history=True,
-            history_url=url,
-            jobs=1,
-        )
-        for i in range(1, SHARDS + 1)
-    ]
+    shards = _balanced_shards(root, tmp_path, history=True, history_url=url)
     estimates = [DURATIONS[name] for name in names for _ in range(TRIALS)]
     assert [tuple(_positions(s, names)) for s in shards] == list(
         balance_by_duration(estimates, SHARDS)

@@ -79,6 +79,11 @@ def _command_dir(root: Path) -> Path:
     return bin_dir
 
 
+def _shell(argv: list[str], project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` in the project as a user of the cluster would; its output captured."""
+    return subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, check=False)
+
+
 def _comparable(value: object) -> object:
     if isinstance(value, dict):
         return {k: _comparable(v) for k, v in value.items() if k not in _TIMING_KEYS}
@@ -109,14 +114,7 @@ def test_documented_array_job_merges_into_the_single_machine_run(
     for name in ("eval-shards.sbatch", "eval-merge.sbatch"):
         (project / name).write_text(recipe("scaling.md", name).text, encoding="utf-8")
     submit = recipe("scaling.md", "slurm-submit").text
-    submitted = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", submit],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    submitted = _shell(["bash", "-euo", "pipefail", "-c", submit], project, env)
     assert submitted.returncode == 0, submitted.stderr
     cluster.wait_idle()
 
@@ -135,14 +133,7 @@ def test_documented_array_job_merges_into_the_single_machine_run(
     assert [load_report(p).meta.shard for p in shards] == [f"{i}/{SHARDS}" for i in (1, 2, 3, 4)]
     [merged] = project.glob("reports/merged/*/report.json")
     # The merged report goes into the history store, whole, standing for its shards.
-    ingested = subprocess.run(
-        ["atlante-eval", "history", "ingest", str(merged.parent)],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    ingested = _shell(["atlante-eval", "history", "ingest", str(merged.parent)], project, env)
     assert ingested.returncode == 0, ingested.stderr
     location = history_location(None, configured=None, project_root=project)
     assert location is not None
@@ -151,14 +142,7 @@ def test_documented_array_job_merges_into_the_single_machine_run(
     whole = recorded[load_report(merged).run_id]
     assert (whole.shard, whole.trials) == (None, 3 * TRIALS)  # three scenarios
 
-    single = subprocess.run(
-        ["atlante-eval", "run", "--out", "reports/single"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    single = _shell(["atlante-eval", "run", "--out", "reports/single"], project, env)
     assert single.returncode == 1, single.stderr  # "forgets" fails every trial
     [alone] = project.glob("reports/single/*/report.json")
     assert _results(merged) == _results(alone)
