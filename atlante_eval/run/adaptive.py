@@ -88,6 +88,15 @@ class AdaptiveSettings:
     baseline_path: str = ""
     """Where BASE was read from."""
 
+    def design(self, family: int) -> SequentialDesign:
+        """The sequential design of these bounds for ``family`` tests sharing alpha."""
+        return SequentialDesign(
+            alpha=self.alpha,
+            margin=self.margin,
+            looks=look_schedule(self.first, self.max_trials),
+            family=max(1, family),
+        )
+
 
 def load_settings(
     against: Path,
@@ -314,12 +323,7 @@ class AdaptiveDriver:
         # row when at least two scenarios are common. The same or a larger family keeps
         # every decision made here one that compare also makes.
         family = len(compared) + (1 if len(common) >= 2 and compared else 0)
-        self.design = SequentialDesign(
-            alpha=settings.alpha,
-            margin=settings.margin,
-            looks=look_schedule(settings.first, settings.max_trials),
-            family=max(1, family),
-        )
+        self.design = settings.design(family)
 
     def notices(self) -> list[Diagnostic]:
         """Warnings about the baseline found before the first trial."""

@@ -32,7 +32,6 @@ from ..report import (
 from ..report.arms import arm_scenarios
 from ..report.uplift import uplift_record
 from ..stats.futility import FUTILITY
-from ..stats.sequential import SequentialDesign, look_schedule
 from ..stats.two_sample import METHOD, arm_calibration, assess_arm
 from .adaptive import AdaptiveSettings, Judged, decorated, graded_counts
 
@@ -70,13 +69,7 @@ class ArmsDriver:
         self.announced: set[str] = set()
         # As the uplift section counts its Holm family: every arm's scenarios, plus
         # each arm's overall row when there are at least two scenarios.
-        family = len(others) * (len(names) + (1 if len(names) >= 2 else 0))
-        self.design = SequentialDesign(
-            alpha=settings.alpha,
-            margin=settings.margin,
-            looks=look_schedule(settings.first, settings.max_trials),
-            family=max(1, family),
-        )
+        self.design = settings.design(len(others) * (len(names) + (1 if len(names) >= 2 else 0)))
 
     def notices(self) -> list[Diagnostic]:
         """Warnings found before the first trial (none: the control is in the run)."""

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .proportions import ComparisonVerdict, compare_proportions, verdict
-from .sequential import SequentialDesign, assess
+from .sequential import Look, SequentialDesign, assess
 from .two_sample import assess_arm
 
 __all__ = ["Simulation", "fixed_power", "fixed_trials_for_power", "simulate", "simulate_arms"]
@@ -65,30 +66,25 @@ def simulate(
     allowance for the others): optional stopping then inflates its error rate.
     """
     judge = _one_look(design) if naive else design
-    rng = random.Random(seed)  # noqa: S311 - a seeded simulation, not a secret
-    decisions: Counter[str] = Counter()
-    used = 0
-    for _ in range(runs):
-        base = _binomial(rng, base_trials, base_rate)
-        passed = done = 0
-        outcome = "inconclusive"
-        for look in design.looks:
-            passed += _binomial(rng, look - done, head_rate)
-            done = look
-            judged = assess(
+
+    def start(rng: random.Random) -> Step:
+        base, passed = _binomial(rng, base_trials, base_rate), 0
+
+        def step(more: int, look: int) -> Look:
+            nonlocal passed
+            passed += _binomial(rng, more, head_rate)
+            return assess(
                 judge,
                 base_passed=base,
                 base_graded=base_trials,
                 passed=passed,
-                graded=done,
+                graded=look,
                 look=look,
             )
-            outcome = "undecidable" if judged.stop == "undecidable" else judged.verdict
-            if judged.stop is not None:
-                break
-        decisions[outcome] += 1
-        used += done
-    return Simulation(runs=runs, decisions=dict(decisions), mean_trials=used / runs)
+
+        return step
+
+    return _replay(design.looks, runs=runs, seed=seed, start=start)
 
 
 def simulate_arms(
@@ -106,24 +102,47 @@ def simulate_arms(
     ``naive``, each look is judged by a design calibrated for one look only.
     """
     judge = _one_look(design) if naive else design
+
+    def start(rng: random.Random) -> Step:
+        control = passed = 0
+
+        def step(more: int, look: int) -> Look:
+            nonlocal control, passed
+            control += _binomial(rng, more, control_rate)
+            passed += _binomial(rng, more, arm_rate)
+            return assess_arm(
+                judge,
+                control_passed=control,
+                control_graded=look,
+                passed=passed,
+                graded=look,
+                look=look,
+            )
+
+        return step
+
+    return _replay(design.looks, runs=runs, seed=seed, start=start)
+
+
+#: One simulated run's next look: ``(trials added to each side, planned look)``.
+Step = Callable[[int, int], Look]
+
+
+def _replay(
+    looks: tuple[int, ...], *, runs: int, seed: int, start: Callable[[random.Random], Step]
+) -> Simulation:
+    """Replay ``runs`` runs look by look (``start`` draws what a run begins with and
+    returns its steps) until each stops; tally the outcomes and the trials used."""
     rng = random.Random(seed)  # noqa: S311 - a seeded simulation, not a secret
     decisions: Counter[str] = Counter()
     used = 0
     for _ in range(runs):
-        control = passed = done = 0
+        step = start(rng)
+        done = 0
         outcome = "inconclusive"
-        for look in design.looks:
-            control += _binomial(rng, look - done, control_rate)
-            passed += _binomial(rng, look - done, arm_rate)
+        for look in looks:
+            judged = step(look - done, look)
             done = look
-            judged = assess_arm(
-                judge,
-                control_passed=control,
-                control_graded=done,
-                passed=passed,
-                graded=done,
-                look=look,
-            )
             outcome = "undecidable" if judged.stop == "undecidable" else judged.verdict
             if judged.stop is not None:
                 break
