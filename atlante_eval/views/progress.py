@@ -306,11 +306,10 @@ class ProgressPrinter:
         )
 
     def _scenario_finished(self, event: ScenarioFinished) -> None:
-        stats = event.result.stats
-        executed = stats.executed if stats else len(event.result.trials)
-        passed = stats.passed if stats else 0
+        passed, executed = _passed(event.result)
         arms = "".join(
-            f" · [{arm}] {_passed(result)}" for arm, result in (event.result.arms or {}).items()
+            " · [{}] {}/{}".format(arm, *_passed(result))
+            for arm, result in (event.result.arms or {}).items()
         )
         if executed == 0:
             self._line(f"{event.scenario}: no trials executed{arms}", scenario=event.scenario)
@@ -321,12 +320,10 @@ class ProgressPrinter:
             )
 
 
-def _passed(result: ScenarioResult) -> str:
-    """``6/6``: an arm's passing and executed trials."""
+def _passed(result: ScenarioResult) -> tuple[int, int]:
+    """A scenario's (or an arm's) passing and executed trials."""
     stats = result.stats
-    if stats is None:
-        return f"0/{len(result.trials)}"
-    return f"{stats.passed}/{stats.executed}"
+    return (stats.passed, stats.executed) if stats else (0, len(result.trials))
 
 
 def _verdict_lines(result: ScenarioResult, config: MetaConfig | None) -> list[str]:
