@@ -239,16 +239,26 @@ def test_git_time_limits_grow_with_the_bytes() -> None:
     assert git_timeout_s(10 * gigabyte) > 10 * (git_timeout_s(gigabyte) - GIT_BASE_TIMEOUT_S)
 
 
+@pytest.mark.parametrize("writer", ["git", "in-process"])
 def test_a_large_fixture_is_graded_at_two_jobs_without_hashing_it_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str
 ) -> None:
-    """A 32 MB fixture passes at ``--jobs 2``; grading reads none of the unchanged fixture."""
+    """A 32 MB fixture passes at ``--jobs 2``; grading reads none of the unchanged fixture.
+
+    Where git writes the baseline, its time limits grow with the fixture; written
+    in-process (trial/gitpack.py), no git process handles the fixture at all.
+    """
     limits: list[float] = []
+    commands: list[str] = []
     real_git = gitops._git
 
     async def spy_git(args: Any, **kwargs: Any) -> Any:
         limits.append(git_timeout_s(kwargs.get("work_bytes", 0)))
+        commands.append(args[0])
         return await real_git(args, **kwargs)
+
+    if writer == "git":
+        monkeypatch.setattr(gitops, "write_baseline", lambda *_args: None)
 
     hashed: list[str] = []
     real_hash = treestate._hash_entry
@@ -280,7 +290,10 @@ def test_a_large_fixture_is_graded_at_two_jobs_without_hashing_it_again(
         assert trial.verdict == "pass", trial.error
         assert trial.changed_files == ["out.txt"]
     assert "data.bin" not in hashed
-    assert max(limits) >= git_timeout_s(size) > GIT_BASE_TIMEOUT_S
+    if writer == "git":
+        assert max(limits) >= git_timeout_s(size) > GIT_BASE_TIMEOUT_S
+    else:
+        assert commands == ["diff", "diff"]  # one per trial, over the changed file only
 
 
 def test_trial_directories_are_private_and_unguessable(tmp_path: Path) -> None:

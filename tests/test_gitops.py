@@ -5,18 +5,40 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from atlante_eval.trial import GitError, collect_changes
-from atlante_eval.trial.gitops import DIFF_LIMIT_CHARS, make_baseline
+from atlante_eval.trial import GitError, collect_changes, gitops
+from atlante_eval.trial.gitops import DIFF_LIMIT_CHARS, Baseline, make_skeleton
+
+#: Which writer the baseline of the running test uses (see ``baseline_writer``).
+_WRITER = {"mode": "git"}
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     """Run these tests on asyncio."""
     return "asyncio"
+
+
+@pytest.fixture(autouse=True, params=["git", "in-process"])
+def baseline_writer(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test runs twice: git's processes write the baseline, then (on a fresh
+    skeleton, as a run's trials do) the in-process pack of ``trial/gitpack.py``."""
+    _WRITER["mode"] = request.param
+    yield request.param
+    _WRITER["mode"] = "git"
+
+
+async def make_baseline(sandbox: Path, private: Path) -> Baseline:
+    """:func:`gitops.make_baseline` with the writer of the running test."""
+    skeleton = None
+    if _WRITER["mode"] == "in-process":
+        skeleton = await make_skeleton(private.parent)
+        assert skeleton is not None
+    return await gitops.make_baseline(sandbox, private, skeleton=skeleton)
 
 
 def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -51,9 +73,11 @@ def trial(tmp_path: Path) -> tuple[Path, Path]:
 async def test_baseline_commits_everything_and_copies_the_repository(
     trial: tuple[Path, Path],
 ) -> None:
-    """The baseline is one commit of every file (ignored ones forced in), packed privately."""
+    """The baseline is one commit of every file (ignored ones forced in), packed privately
+    (written in-process, the commit itself is kept in memory for grading)."""
     sandbox, private = trial
-    sha = (await make_baseline(sandbox, private)).commit
+    baseline = await make_baseline(sandbox, private)
+    sha = baseline.commit
     assert len(sha) == 40
     assert all(c in "0123456789abcdef" for c in sha)
     assert git(sandbox, "rev-parse", "HEAD").stdout.strip() == sha
@@ -62,7 +86,9 @@ async def test_baseline_commits_everything_and_copies_the_repository(
     assert sorted(files) == [".gitignore", "README.md", "debug.log", "src/app.py"]
     assert git(sandbox, "status", "--porcelain").stdout == ""
     [pack] = private.glob("*.pack")
-    assert sha in git(sandbox, "verify-pack", "-v", str(pack)).stdout
+    packed = git(sandbox, "verify-pack", "-v", str(pack)).stdout
+    assert git(sandbox, "rev-parse", "HEAD^{tree}").stdout.strip() in packed
+    assert (sha in packed) is (baseline.commit_object is None)
     assert not (sandbox / ".git" / "hooks").exists()
 
 
@@ -340,9 +366,12 @@ async def test_missing_private_repository_is_a_git_error(trial: tuple[Path, Path
 
 
 @pytest.mark.anyio
-async def test_baseline_in_a_missing_directory_is_a_git_error(tmp_path: Path) -> None:
+async def test_baseline_in_a_missing_directory_is_a_git_error(
+    tmp_path: Path, baseline_writer: str
+) -> None:
     """make_baseline in a directory that does not exist raises GitError."""
-    with pytest.raises(GitError, match="git init failed"):
+    cause = "git init failed" if baseline_writer == "git" else "cannot prepare the baseline"
+    with pytest.raises(GitError, match=cause):
         await make_baseline(tmp_path / "absent", tmp_path / "b.git")
 
 

@@ -356,7 +356,7 @@ def test_an_incomplete_trial_beside_whole_ones_is_unavailable(tmp_path: Path) ->
     project = _project(tmp_path, _doc("mixed", prompt, [{"type": "file-exists", "path": "no"}]))
     report = anyio.run(
         lambda: run_eval(
-            project, host=StandinHost(), trials=4, jobs=1, final_state_cap=2000, html=False
+            project, host=StandinHost(), trials=4, jobs=1, final_state_cap=4000, html=False
         )
     )
     whole = [t.final_state.complete for t in report.scenarios["mixed"].trials if t.final_state]

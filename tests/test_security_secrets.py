@@ -207,9 +207,10 @@ def test_no_secret_reaches_a_command_check(opencode_run: SecretRun) -> None:
 
 
 def test_no_secret_reaches_git(opencode_run: SecretRun) -> None:
-    """No git call (baseline, pack, grading) gets a secret; all ignore user config."""
+    """No git call (grading's diff; the baseline is written in-process) gets a secret;
+    all ignore user config."""
     envs = opencode_run.git_envs()
-    assert len(envs) >= 2 * 4  # each trial's git add, commit, pack-objects and diff
+    assert len(envs) >= 2  # each trial's git diff
     for env in envs:
         _assert_clean(env)
         assert env["GIT_CONFIG_NOSYSTEM"] == "1"

@@ -27,11 +27,22 @@ from pathlib import Path
 
 from .._util.fstree import open_file_at
 
-__all__ = ["IndexEntry", "hash_worktree_file", "read_index", "write_grading_index"]
+__all__ = [
+    "IndexEntry",
+    "IndexRecord",
+    "hash_worktree_file",
+    "read_index",
+    "store_loose",
+    "write_grading_index",
+    "write_index",
+]
 
 #: One index entry: the file mode git records (``0o100644``, ``0o100755``,
 #: ``0o120000`` for a symbolic link, ``0o160000`` for a nested repository) and its object id.
 IndexEntry = tuple[int, bytes]
+#: One entry as written: path, stat fields (ctime and mtime as seconds and
+#: nanoseconds, dev, ino, mode, uid, gid, size), mode and object id.
+IndexRecord = tuple[str, tuple[int, ...], int, bytes]
 
 _HEADER = struct.Struct(">4sII")
 _STAT_BYTES = 40  # ctime, mtime (seconds, nanoseconds), dev, ino, mode, uid, gid, size
@@ -153,15 +164,15 @@ def _read_to(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _store_loose(objects: Path, oid: bytes, content: bytes) -> None:
-    """Write a blob as a loose object of the grading repository (created here, trusted)."""
+def store_loose(objects: Path, oid: bytes, content: bytes, *, kind: bytes = b"blob") -> None:
+    """Write an object (a blob unless ``kind`` says otherwise) loose into ``objects``."""
     name = oid.hex()
     directory = objects / name[:2]
     directory.mkdir(exist_ok=True)
     target = directory / name[2:]
     if target.exists():
         return
-    target.write_bytes(zlib.compress(b"blob %d\0" % len(content) + content, 1))
+    target.write_bytes(zlib.compress(kind + b" %d\0" % len(content) + content, 1))
 
 
 def write_grading_index(
@@ -182,17 +193,28 @@ def write_grading_index(
         entries.pop(path, None)
     objects = repository / "objects"
     for path, (entry, content) in add.items():
-        _store_loose(objects, entry[1], content)
+        store_loose(objects, entry[1], content)
         entries[path] = entry
-    encoded = sorted((os.fsencode(path), entry) for path, entry in entries.items())
+    zeros = (0,) * 10  # no stat data
+    write_index(
+        repository / "index",
+        [(path, zeros, mode, oid) for path, (mode, oid) in entries.items()],
+        sha256=sha256,
+    )
+
+
+def write_index(path: Path, records: Sequence[IndexRecord], *, sha256: bool = False) -> None:
+    """Write an index (version 2) of ``records``, in git's order (by path bytes)."""
+    encoded = sorted((os.fsencode(name), fields, mode, oid) for name, fields, mode, oid in records)
     parts = [_HEADER.pack(b"DIRC", 2, len(encoded))]
-    zeros = bytes(_STAT_BYTES - 16)  # ctime, mtime, dev, ino: all zero
-    for name, (mode, oid) in encoded:
-        fixed = zeros + struct.pack(">IIII", mode, 0, 0, 0) + oid
+    for name, fields, mode, oid in encoded:
+        values = list(fields)
+        values[6] = mode
+        fixed = struct.pack(">10I", *(value & 0xFFFFFFFF for value in values)) + oid
         fixed += struct.pack(">H", min(len(name), _NAME_MASK))
         size = len(fixed) + len(name)
         parts.append(fixed + name + b"\0" * (8 - size % 8))
     body = b"".join(parts)
     checksum = _digest(sha256)
     checksum.update(body)
-    (repository / "index").write_bytes(body + checksum.digest())
+    path.write_bytes(body + checksum.digest())

@@ -36,7 +36,14 @@ import anyio
 
 from .._util.environment import git_env
 from .._util.jsondoc import DocumentReadError, read_document
-from .gitindex import IndexEntry, hash_worktree_file, read_index, write_grading_index
+from .gitindex import (
+    IndexEntry,
+    hash_worktree_file,
+    read_index,
+    store_loose,
+    write_grading_index,
+)
+from .gitpack import WrittenBaseline, write_baseline
 from .process import ProcessResult, run_process
 from .treestate import TreeSnapshot, changed_paths, hash_missing, take_snapshot
 
@@ -104,9 +111,12 @@ class Baseline:
     entries: Mapping[str, IndexEntry]
     """Every committed path's mode and object id (the grading index is written from them)."""
     pack_digests: Mapping[str, str] = field(default_factory=dict)
-    """SHA-256 of each file ``pack-objects`` wrote in the private directory (its pack and
-    index), taken before the session: grading uses copies that match them without
-    ``git index-pack``; with none recorded, the copied packs are indexed by git."""
+    """SHA-256 of each file written in the private directory (its pack and index),
+    taken before the session: grading uses copies that match them without ``git
+    index-pack``; with none recorded, the copied packs are indexed by git."""
+    commit_object: bytes | None = None
+    """The commit object's content when the pack does not hold it (the baseline was
+    written in-process, :mod:`.gitpack`): the grading repository gets it from here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,16 +311,29 @@ async def make_baseline(
             could not be walked.
     """
     dot_git = sandbox / ".git"
+    written: WrittenBaseline | None = None
     try:
         needs_init = await anyio.to_thread.run_sync(_prepare_repository, dot_git, skeleton)
         if needs_init:
             await _git(["init", "--quiet", "--template="], work_tree=sandbox)
             _neutralise(dot_git)
-        snapshot = await anyio.to_thread.run_sync(
-            functools.partial(take_snapshot, sandbox, clock_dir=private_git_dir.parent)
-        )
+            snapshot = await anyio.to_thread.run_sync(
+                functools.partial(take_snapshot, sandbox, clock_dir=private_git_dir.parent)
+            )
+        else:
+            snapshot, written = await anyio.to_thread.run_sync(
+                _snapshot_and_write, sandbox, private_git_dir
+            )
     except OSError as exc:
         raise GitError(f"cannot prepare the baseline repository: {exc}") from exc
+    if written is not None:
+        return Baseline(
+            commit=written.commit,
+            tree=snapshot.with_oids(written.oids),
+            entries=written.entries,
+            pack_digests=written.pack_digests,
+            commit_object=written.commit_object,
+        )
     work = snapshot.total_bytes
     await _git(["add", "--all", "--force"], work_tree=sandbox, work_bytes=work)
     await _git(
@@ -322,10 +345,11 @@ async def make_baseline(
         head = (await _git(["rev-parse", "HEAD"], work_tree=sandbox)).stdout.strip()
     if not _SHA.match(head):
         raise GitError(f"git rev-parse HEAD printed no commit id: {head[:80]!r}")
-    try:
-        await anyio.Path(private_git_dir).mkdir()
-    except OSError as exc:
-        raise GitError(f"cannot create the private baseline directory: {exc}") from exc
+    if needs_init:  # else made by _snapshot_and_write
+        try:
+            await anyio.Path(private_git_dir).mkdir()
+        except OSError as exc:
+            raise GitError(f"cannot create the private baseline directory: {exc}") from exc
     await _git(
         ["pack-objects", "--revs", "--quiet", str(private_git_dir / "baseline")],
         work_tree=sandbox,
@@ -347,6 +371,18 @@ async def make_baseline(
 
 
 _GITLINK = 0o160000
+
+
+def _snapshot_and_write(
+    sandbox: Path, private_git_dir: Path
+) -> tuple[TreeSnapshot, WrittenBaseline | None]:
+    """Snapshot a sandbox whose repository is a fresh skeleton, and commit it without git.
+
+    The private directory is created here. ``None`` for the commit: git must write it.
+    """
+    snapshot = take_snapshot(sandbox, clock_dir=private_git_dir.parent)
+    os.mkdir(private_git_dir)
+    return snapshot, write_baseline(sandbox, snapshot, private_git_dir)
 
 
 def _pack_digests(private_git_dir: Path) -> dict[str, str]:
@@ -444,12 +480,13 @@ _GRADING_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tb
 
 
 def _grading_repository(
-    sandbox: Path, private_git_dir: Path, digests: Mapping[str, str]
+    sandbox: Path, private_git_dir: Path, baseline: Baseline
 ) -> tuple[Path, list[Path]]:
     """Create a fresh bare repository next to the sandbox holding copies of the private packs.
 
-    With ``digests`` (the pack and index files as written before the session),
-    exactly those files are copied, and each copy must match its digest.
+    With the baseline's digests (the pack and index files as written before the
+    session), exactly those files are copied, and each copy must match its digest;
+    a commit object kept in memory is written too.
 
     Returns:
         The repository and the copied pack files still to be indexed (none when
@@ -466,6 +503,7 @@ def _grading_repository(
         raise GitError(f"cannot inspect the sandbox root: {exc.strerror}") from exc
     if not stat.S_ISDIR(root_mode):
         raise GitError("the sandbox root was replaced during the session (not a real directory)")
+    digests = baseline.pack_digests
     packs = _private_packs(private_git_dir) if not digests else []
     if not packs and not digests:
         raise GitError(_DAMAGED)
@@ -475,6 +513,9 @@ def _grading_repository(
     (repository / "HEAD").write_text("ref: refs/heads/atlante-eval\n", encoding="utf-8")
     (repository / "config").write_text(_GRADING_CONFIG, encoding="utf-8")
     (repository / "info" / "attributes").write_text(_NEUTRAL_ATTRIBUTES, encoding="utf-8")
+    if baseline.commit_object is not None:
+        commit = bytes.fromhex(baseline.commit)
+        store_loose(repository / "objects", commit, baseline.commit_object, kind=b"commit")
     pack_dir = repository / "objects" / "pack"
     for name, digest in digests.items():
         try:
@@ -610,7 +651,7 @@ async def collect_changes(
     """
     try:
         grading, packs = await anyio.to_thread.run_sync(
-            _grading_repository, sandbox, private_git_dir, baseline.pack_digests
+            _grading_repository, sandbox, private_git_dir, baseline
         )
     except OSError as exc:
         raise GitError(f"cannot create the grading repository: {exc}") from exc

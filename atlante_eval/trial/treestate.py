@@ -81,6 +81,13 @@ class TreeSnapshot:
         state = self.entries.get(path)
         return state.mode if state is not None and state.kind == _FILE else None
 
+    def plain_entry(self, path: str) -> bool:
+        """Whether ``path`` is a symbolic link or a regular file its owner may read."""
+        state = self.entries.get(path)
+        if state is None:
+            return False
+        return state.kind == _LINK or (state.kind == _FILE and bool(state.mode & stat.S_IRUSR))
+
     def missing_oids(self) -> Iterator[str]:
         """Regular files without a blob id (git did not commit them: nested ``.git``, ...)."""
         return (
