@@ -35,3 +35,25 @@ def test_the_prewarmer_imports_in_a_thread_once_and_swallows_failures() -> None:
     )
     assert out.stdout.split() == ["False", "1", "True", "False"]
     assert out.stderr == ""
+
+
+def test_the_run_page_is_ready_after_the_prewarm() -> None:
+    """The end's entry imports the page modules, compiles the run page's templates and builds
+    the diff highlighter, so rendering ``report.html`` at the end does none of it."""
+    code = """
+        import sys, threading
+        from atlante_eval.run.prewarm import END_MODULES, prewarmer
+        from atlante_eval.views.html import render, trial
+        def built():
+            environment, highlighter = render._environment, trial.diff_highlighter
+            return environment.cache_info().currsize, highlighter.cache_info().currsize
+        print(*built())
+        prewarmer(END_MODULES)()
+        [t.join() for t in threading.enumerate() if t.name == "atlante-eval-prewarm"]
+        cached = render._environment().cache  # jinja's compiled templates
+        print(*built(), "atlante_eval.views.html.run_page" in sys.modules, len(cached) == 4)
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["0", "0", "1", "1", "True", "True"]

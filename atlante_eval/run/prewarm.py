@@ -1,14 +1,16 @@
 """Load what a run's end needs while its first sessions wait on the model.
 
-A run ends by publishing ``report.html`` (jinja2, pygments, the page modules)
-and, by default, recording itself in the history store (SQLAlchemy, in a process
-of its own: :mod:`.recorder`). Importing them is a fixed cost of a few hundred
-milliseconds of CPU that used to come after the last session, where the user
-waits for it. Once the first session is over (never before it: the launch path
-stays as small as ``tests/test_launch_path.py`` pins it), one daemon thread
-imports the page modules and then starts the recorder's process (``then``),
-while the sessions wait on the model, so the end finds them ready. An import
-that fails there is left for the end to do again, and report, as before.
+A run ends by publishing ``report.html`` (jinja2, pygments, the page modules,
+the compiled templates) and, by default, recording itself in the history store
+(SQLAlchemy, in a process of its own: :mod:`.recorder`). Loading them is a fixed
+cost of a few hundred milliseconds of CPU that used to come after the last
+session, where the user waits for it. Once the first session is over (never
+before it: the launch path stays as small as ``tests/test_launch_path.py`` pins
+it), one daemon thread imports the page modules, calls their warmer (a
+``module:function`` entry: it compiles the templates), and then starts the
+recorder's process (``then``), while the sessions wait on the model, so the end
+finds them ready. A step that fails there is left for the end to do again, and
+report, as before.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from collections.abc import Callable, Sequence
 
 __all__ = ["END_MODULES", "end_modules", "prewarmer"]
 
-#: What publishing ``report.html`` imports.
-END_MODULES = ("atlante_eval.views.html",)
+#: What publishing ``report.html`` imports (``module:function``: import, then call it).
+END_MODULES = ("atlante_eval.views.html.render:warm_run_page",)
 
 
 def end_modules(*, html: bool) -> tuple[str, ...]:
@@ -31,8 +33,8 @@ def end_modules(*, html: bool) -> tuple[str, ...]:
 def prewarmer(
     modules: Sequence[str], *, then: Callable[[], None] | None = None
 ) -> Callable[[], None]:
-    """A callable that starts importing ``modules`` in the background, then calls ``then``,
-    once (later calls: no-op)."""
+    """A callable that starts importing ``modules`` (and calling the ``module:function``
+    ones) in the background, then calls ``then``, once (later calls: no-op)."""
     names = tuple(modules)
     started = threading.Event()
 
@@ -49,9 +51,12 @@ def prewarmer(
 
 def _load(names: Sequence[str], then: Callable[[], None] | None) -> None:
     for name in names:
+        module, _, function = name.partition(":")
         try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the run's end imports it again and reports the problem
+            loaded = importlib.import_module(module)
+            if function:
+                getattr(loaded, function)()
+        except Exception:  # noqa: BLE001 - the run's end does it again and reports the problem
             break
     if then is not None:
         then()

@@ -30,6 +30,7 @@ __all__ = [
     "render_run_html",
     "render_selftest_html",
     "render_store_history_html",
+    "warm_run_page",
 ]
 
 #: The ``<meta name="generator">`` of every page (``html`` replaces only files that carry it).
@@ -95,6 +96,25 @@ def _environment() -> jinja2.Environment:
         pygments_css=HtmlFormatter(cssclass="highlight").get_style_defs(".highlight"),
     )
     return env
+
+
+#: The templates a run page uses (``run.html.j2`` and what it extends, imports, includes).
+_RUN_TEMPLATES = ("run.html.j2", "base.html.j2", "macros.html.j2", "trial.html.j2")
+
+
+def warm_run_page() -> None:
+    """Import, compile and build what :func:`render_run_html` needs, ahead of time.
+
+    The end of a run calls this from a background thread while sessions wait
+    (:mod:`atlante_eval.run.prewarm`), so ``report.html`` is only rendered at the end.
+    """
+    from .run_page import run_page  # noqa: F401 - imported for its cost
+    from .trial import diff_highlighter
+
+    environment = _environment()
+    for name in _RUN_TEMPLATES:
+        environment.get_template(name)
+    diff_highlighter()
 
 
 def _render(template: str, **context: Any) -> bytes:

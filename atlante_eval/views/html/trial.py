@@ -12,8 +12,10 @@ the panel links the trial's files.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -52,6 +54,7 @@ __all__ = [
     "TimelineItem",
     "TrialPanel",
     "allowances",
+    "diff_highlighter",
     "highlight_diff",
     "trial_panel",
 ]
@@ -231,13 +234,20 @@ def evidence_fields(
     return fields
 
 
-def highlight_diff(diff: str) -> Markup:
-    """The diff as syntax-highlighted HTML (Pygments escapes every character of it)."""
+@functools.cache
+def diff_highlighter() -> Callable[[str], str]:
+    """Pygments' diff highlighting, its lexer and formatter built once (both are reusable)."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import DiffLexer
 
-    return Markup(highlight(diff, DiffLexer(), HtmlFormatter(cssclass="highlight")))  # noqa: S704 - Pygments escapes
+    lexer, formatter = DiffLexer(), HtmlFormatter(cssclass="highlight")
+    return lambda diff: str(highlight(diff, lexer, formatter))
+
+
+def highlight_diff(diff: str) -> Markup:
+    """The diff as syntax-highlighted HTML (Pygments escapes every character of it)."""
+    return Markup(diff_highlighter()(diff))  # noqa: S704 - Pygments escapes
 
 
 def _href(target: Path, links_from: Path | None) -> str:
