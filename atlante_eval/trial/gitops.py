@@ -257,7 +257,8 @@ def _write_skeleton(directory: Path) -> bool:
     if not (executable and case_sensitive and links):
         return False
     git_dir = directory / ".git"
-    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+    # git init also makes objects/info and refs/tags; git makes them when it needs them
+    for sub in ("objects/pack", "refs/heads"):
         (git_dir / sub).mkdir(parents=True)
     (git_dir / "HEAD").write_text("ref: refs/heads/atlante-eval\n", encoding="utf-8")
     (git_dir / "config").write_text(_SKELETON_CONFIG, encoding="utf-8")
