@@ -314,17 +314,15 @@ async def make_baseline(
     dot_git = sandbox / ".git"
     written: WrittenBaseline | None = None
     try:
-        needs_init = await anyio.to_thread.run_sync(_prepare_repository, dot_git, skeleton)
-        if needs_init:
+        fresh = await anyio.to_thread.run_sync(_fresh_baseline, sandbox, private_git_dir, skeleton)
+        if fresh is None:  # no skeleton, or a repository setup left: git init
             await _git(["init", "--quiet", "--template="], work_tree=sandbox)
             _neutralise(dot_git)
             snapshot = await anyio.to_thread.run_sync(
                 functools.partial(take_snapshot, sandbox, clock_dir=private_git_dir.parent)
             )
         else:
-            snapshot, written = await anyio.to_thread.run_sync(
-                _snapshot_and_write, sandbox, private_git_dir
-            )
+            snapshot, written = fresh
     except OSError as exc:
         raise GitError(f"cannot prepare the baseline repository: {exc}") from exc
     if written is not None:
@@ -335,6 +333,19 @@ async def make_baseline(
             pack_digests=written.pack_digests,
             commit_object=written.commit_object,
         )
+    return await _commit_with_git(sandbox, private_git_dir, snapshot, make_private=fresh is None)
+
+
+async def _commit_with_git(
+    sandbox: Path, private_git_dir: Path, snapshot: TreeSnapshot, *, make_private: bool
+) -> Baseline:
+    """Commit the sandbox with ``git add`` and ``commit``; pack it with ``pack-objects``.
+
+    Raises:
+        GitError: a git command failed or printed no commit id, or the sandbox
+            could not be read.
+    """
+    dot_git = sandbox / ".git"
     work = snapshot.total_bytes
     await _git(["add", "--all", "--force"], work_tree=sandbox, work_bytes=work)
     await _git(
@@ -346,7 +357,7 @@ async def make_baseline(
         head = (await _git(["rev-parse", "HEAD"], work_tree=sandbox)).stdout.strip()
     if not _SHA.match(head):
         raise GitError(f"git rev-parse HEAD printed no commit id: {head[:80]!r}")
-    if needs_init:  # else made by _snapshot_and_write
+    if make_private:
         try:
             await anyio.Path(private_git_dir).mkdir()
         except OSError as exc:
@@ -374,13 +385,18 @@ async def make_baseline(
 _GITLINK = 0o160000
 
 
-def _snapshot_and_write(
-    sandbox: Path, private_git_dir: Path
-) -> tuple[TreeSnapshot, WrittenBaseline | None]:
-    """Snapshot a sandbox whose repository is a fresh skeleton, and commit it without git.
+def _fresh_baseline(
+    sandbox: Path, private_git_dir: Path, skeleton: Path | None
+) -> tuple[TreeSnapshot, WrittenBaseline | None] | None:
+    """Install the skeleton, snapshot the sandbox and commit it without git, in one thread.
 
-    The private directory is created here. ``None`` for the commit: git must write it.
+    Returns:
+        ``None`` when ``git init`` is needed (no skeleton, or a ``.git`` left by
+        setup); else the snapshot and the commit (``None``: git must write it).
+        The private directory is created here.
     """
+    if _prepare_repository(sandbox / ".git", skeleton):
+        return None
     snapshot = take_snapshot(sandbox, clock_dir=private_git_dir.parent)
     os.mkdir(private_git_dir)
     return snapshot, write_baseline(sandbox, snapshot, private_git_dir)
@@ -650,40 +666,45 @@ async def collect_changes(
         GitError: the sandbox root was replaced, the baseline could not be
             recovered, or a git command failed.
     """
-    try:
-        grading, packs = await anyio.to_thread.run_sync(
-            _grading_repository, sandbox, private_git_dir, baseline
-        )
-    except OSError as exc:
-        raise GitError(f"cannot create the grading repository: {exc}") from exc
-    paths, staging = await _walk_changes(sandbox, baseline, ignored)
-    await _stage(grading, packs, sandbox, baseline, staging)
+    grading, packs, paths, staging = await anyio.to_thread.run_sync(
+        _prepare_grading, sandbox, private_git_dir, baseline, ignored
+    )
+    if packs:
+        await _import_and_stage(grading, packs, sandbox, baseline, staging)
     return Changes(paths=tuple(paths), diff=await _diff(grading, sandbox, baseline, staging))
 
 
-async def _walk_changes(
-    sandbox: Path, baseline: Baseline, ignored: Callable[[str], bool]
-) -> tuple[list[str], _Staging]:
-    """Walk the sandbox against the baseline's snapshot: every changed path, and what to stage.
+def _prepare_grading(
+    sandbox: Path, private_git_dir: Path, baseline: Baseline, ignored: Callable[[str], bool]
+) -> tuple[Path, list[Path], list[str], _Staging]:
+    """All of grading before git, in one worker thread: the grading repository, the changed
+    paths, what to stage and, unless a copied pack must be imported first, the index.
+
+    Returns:
+        The repository, the packs still to import, the changed paths and the staging.
 
     Raises:
-        GitError: the sandbox could not be walked.
+        GitError: the repository could not be created, the sandbox walked or the
+            index written.
     """
-    sha256 = len(baseline.commit) == 64
     try:
-        paths = await anyio.to_thread.run_sync(
-            functools.partial(changed_paths, sandbox, baseline.tree, sha256=sha256)
-        )
-        staging = await anyio.to_thread.run_sync(_staging, sandbox, paths, ignored)
+        grading, packs = _grading_repository(sandbox, private_git_dir, baseline)
+    except OSError as exc:
+        raise GitError(f"cannot create the grading repository: {exc}") from exc
+    try:
+        paths = changed_paths(sandbox, baseline.tree, sha256=len(baseline.commit) == 64)
+        staging = _staging(sandbox, paths, ignored)
     except OSError as exc:
         raise GitError(f"cannot walk the sandbox: {exc}") from exc
-    return paths, staging
+    if not packs:
+        _index_or_fail(grading, sandbox, baseline, staging)
+    return grading, packs, paths, staging
 
 
-async def _stage(
+async def _import_and_stage(
     grading: Path, packs: Sequence[Path], sandbox: Path, baseline: Baseline, staging: _Staging
 ) -> None:
-    """Import the baseline's pack, then write the index: the baseline with the changes over it.
+    """Import the copied packs, then write the index: the baseline with the changes over it.
 
     Raises:
         GitError: a git command failed (a forged pack cannot supply the baseline).
@@ -693,8 +714,12 @@ async def _stage(
         # index-pack names each object by hashing it: a forged pack cannot supply
         # the baseline commit, whose id was kept in memory.
         await _git(["index-pack", str(pack)], work_tree=sandbox, git_dir=grading, work_bytes=work)
+    await anyio.to_thread.run_sync(_index_or_fail, grading, sandbox, baseline, staging)
+
+
+def _index_or_fail(grading: Path, sandbox: Path, baseline: Baseline, staging: _Staging) -> None:
     try:
-        await anyio.to_thread.run_sync(_write_index, grading, sandbox, baseline, staging)
+        _write_index(grading, sandbox, baseline, staging)
     except OSError as exc:
         raise GitError(f"cannot write the grading index: {exc}") from exc
 

@@ -18,7 +18,6 @@ trial is cancelled.
 from __future__ import annotations
 
 import errno
-import functools
 import hashlib
 import os
 import stat
@@ -38,7 +37,7 @@ from ..project import SETUP_TIMEOUT_MS, FileUnchangedCheck, NativeOutputs, Scena
 from .gitops import Baseline, GitError, make_baseline
 from .kept import defuse_repositories
 from .process import SpawnWrapper, run_process
-from .treestate import differing_paths, take_snapshot
+from .treestate import TreeSnapshot, differing_paths, take_snapshot
 
 __all__ = [
     "RemovalFailure",
@@ -471,13 +470,8 @@ async def trial_sandbox(
     state = trial_dir / "state"
     git_dir = trial_dir / "baseline.git"
     try:
-        await anyio.to_thread.run_sync(_assemble_files, scenario, native, root, state)
-        assembled = (
-            await anyio.to_thread.run_sync(
-                functools.partial(take_snapshot, root, clock_dir=trial_dir)
-            )
-            if record_prepared
-            else None
+        assembled = await anyio.to_thread.run_sync(
+            _assemble, scenario, native, root, state, trial_dir if record_prepared else None
         )
         prepare_host(root, state)
         if scenario.document.task.setup:
@@ -559,6 +553,14 @@ def _fresh_dir(run_root: Path, name: str) -> Path:
         return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=run_root))
     except OSError as exc:
         raise SandboxError(f"cannot create the trial directory: {exc}") from exc
+
+
+def _assemble(
+    scenario: Scenario, native: NativeOutputs, root: Path, state: Path, clock_dir: Path | None
+) -> TreeSnapshot | None:
+    """Assemble the files and, given ``clock_dir``, snapshot them (one worker-thread hop)."""
+    _assemble_files(scenario, native, root, state)
+    return take_snapshot(root, clock_dir=clock_dir) if clock_dir is not None else None
 
 
 def _assemble_files(scenario: Scenario, native: NativeOutputs, root: Path, state: Path) -> None:
