@@ -5,6 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
+from typing import Any
+
+import pytest
+from reports import report
 
 from atlante_eval.run.prewarm import END_MODULES, end_modules
 
@@ -57,3 +62,69 @@ def test_the_run_page_is_ready_after_the_prewarm() -> None:
         [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == ["0", "0", "1", "1", "True", "True"]
+
+
+class _Watched:
+    """A stand-in for the pages' lock: says when a thread is about to take it.
+
+    ``real`` False is the defence removed: taking it never waits.
+    """
+
+    def __init__(self, *, real: bool) -> None:
+        self._lock = threading.RLock() if real else None
+        self.waiting: list[threading.Event] = []
+
+    def __enter__(self) -> None:
+        for event in self.waiting:
+            event.set()
+        if self._lock is not None:
+            self._lock.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._lock is not None:
+            self._lock.release()
+
+
+@pytest.mark.parametrize("defended", [True, False])
+def test_a_render_never_overlaps_the_warm_up(
+    monkeypatch: pytest.MonkeyPatch, defended: bool
+) -> None:
+    """Pygments loads its formatters lazily and not thread-safely (two threads at once made
+    ``cannot import name 'HtmlFormatter'``): a page rendered while the warm-up runs waits
+    for it. Without the lock the render runs inside the warm-up, which the test sees."""
+    from atlante_eval.views.html import render, trial
+
+    lock = _Watched(real=defended)
+    monkeypatch.setattr(render, "_PAGES", lock)
+    order: list[str] = []
+    in_warm_up, release = threading.Event(), threading.Event()
+    real_highlighter = trial.diff_highlighter
+
+    def held_highlighter() -> Any:
+        in_warm_up.set()
+        release.wait()
+        order.append("warm-up done")
+        return real_highlighter()
+
+    monkeypatch.setattr(trial, "diff_highlighter", held_highlighter)
+    warm = threading.Thread(target=render.warm_run_page)
+    warm.start()
+    in_warm_up.wait()
+    monkeypatch.setattr(trial, "diff_highlighter", real_highlighter)
+    render_waiting = threading.Event()
+    lock.waiting.append(render_waiting)
+
+    def draw() -> None:
+        render.render_run_html(report({"s": ["pass"]}))
+        order.append("rendered")
+
+    drawing = threading.Thread(target=draw)
+    drawing.start()
+    render_waiting.wait()  # the render has reached the lock
+    if not defended:
+        drawing.join()  # nothing stopped it
+    release.set()
+    warm.join()
+    drawing.join()
+    expected = ["warm-up done", "rendered"] if defended else ["rendered", "warm-up done"]
+    assert order == expected

@@ -5,10 +5,11 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from markupsafe import Markup
 
@@ -98,10 +99,29 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+#: Held while a page is built or the run page warmed up: Pygments loads its
+#: formatters lazily and not thread-safely, so the background warm-up
+#: (:func:`warm_run_page`) and a render never run at once (reentrant: a run page
+#: of a selftest is a selftest page).
+_PAGES = threading.RLock()
+
+
+def _exclusive(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    @functools.wraps(function)
+    def held(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with _PAGES:
+            return function(*args, **kwargs)
+
+    return held
+
+
 #: The templates a run page uses (``run.html.j2`` and what it extends, imports, includes).
 _RUN_TEMPLATES = ("run.html.j2", "base.html.j2", "macros.html.j2", "trial.html.j2")
 
 
+@_exclusive
 def warm_run_page() -> None:
     """Import, compile and build what :func:`render_run_html` needs, ahead of time.
 
@@ -121,6 +141,7 @@ def _render(template: str, **context: Any) -> bytes:
     return _environment().get_template(template).render(**context).encode("utf-8")
 
 
+@_exclusive
 def render_run_html(
     report: RunReport, *, run_dir: Path | None = None, links_from: Path | None = None
 ) -> bytes:
@@ -143,6 +164,7 @@ def render_run_html(
     return _render("run.html.j2", page=page, verdict_names=list(VERDICT_SHAPES))
 
 
+@_exclusive
 def render_selftest_html(
     report: RunReport,
     *,
@@ -165,6 +187,7 @@ def render_selftest_html(
     return _render("selftest.html.j2", page=page)
 
 
+@_exclusive
 def render_compare_html(
     result: CompareResult,
     *,
@@ -186,6 +209,7 @@ def render_compare_html(
     return _render("compare.html.j2", page=page)
 
 
+@_exclusive
 def render_history_html(directory: Path, reports: list[LoadedReport]) -> bytes:
     """The history page of ``reports`` (oldest first) found under ``directory``."""
     from .history import history_page
@@ -193,6 +217,7 @@ def render_history_html(directory: Path, reports: list[LoadedReport]) -> bytes:
     return _render("history.html.j2", page=history_page(directory, reports))
 
 
+@_exclusive
 def render_store_history_html(page: StorePage) -> bytes:
     """The history page drawn from the history store (:mod:`.history_store`)."""
     return _render("history_store.html.j2", page=page)
