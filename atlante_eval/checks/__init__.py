@@ -9,17 +9,31 @@ The types themselves live in :mod:`.files` (the file and diff checks),
 
 from __future__ import annotations
 
-from .behaviour import NO_TRANSCRIPT, read_transcript
-from .context import CheckContext, ignore_matcher
-from .registry import CHECK_KINDS, CheckKind, check_kind, run_checks
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "CHECK_KINDS",
-    "NO_TRANSCRIPT",
-    "CheckContext",
-    "CheckKind",
-    "check_kind",
-    "ignore_matcher",
-    "read_transcript",
-    "run_checks",
-]
+from .._util.lazy import export_homes, load_export
+
+#: Every re-exported name, by the module that defines it (loaded on first use).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".behaviour": ("NO_TRANSCRIPT", "read_transcript"),
+    ".context": ("CheckContext", "ignore_matcher"),
+    ".registry": ("CHECK_KINDS", "CheckKind", "check_kind", "run_checks"),
+}
+
+if TYPE_CHECKING:
+    from .behaviour import NO_TRANSCRIPT as NO_TRANSCRIPT
+    from .behaviour import read_transcript as read_transcript
+    from .context import CheckContext as CheckContext
+    from .context import ignore_matcher as ignore_matcher
+    from .registry import CHECK_KINDS as CHECK_KINDS
+    from .registry import CheckKind as CheckKind
+    from .registry import check_kind as check_kind
+    from .registry import run_checks as run_checks
+
+_HOMES = export_homes(_EXPORTS)
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    return load_export(__name__, _HOMES, name)
