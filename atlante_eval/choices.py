@@ -13,6 +13,7 @@ __all__ = [
     "DEFAULT_JOBS",
     "DEFAULT_MARGIN",
     "DEFAULT_SELFTEST_JOBS",
+    "DEFAULT_STATE_CAP_BYTES",
     "EXTENDED_SCENARIO_SCHEMA_URI",
     "SCENARIO_SCHEMA_URI",
     "SCHEMA_KINDS",
@@ -29,6 +30,7 @@ __all__ = [
     "IsolationMode",
     "LogFormat",
     "ShardBalancing",
+    "ToolKind",
 ]
 
 #: Host sessions run at once by default. Model latency dominates a trial, so overlapping a
@@ -37,6 +39,9 @@ __all__ = [
 DEFAULT_JOBS = 4
 #: Selftest trials run at once by default: the stand-in agents are instant, the checks are not.
 DEFAULT_SELFTEST_JOBS = 4
+#: The most content bytes one trial's final state may refer to (uncompressed):
+#: ``--final-state-cap``'s default.
+DEFAULT_STATE_CAP_BYTES = 256 * 1024 * 1024
 #: Significance level of ``compare``; intervals are at ``1 - alpha``.
 DEFAULT_ALPHA = 0.05
 #: Largest pass-rate change ``compare`` calls "unchanged" (10 points).
@@ -89,3 +94,6 @@ SELFTEST_HOST = "selftest"
 
 #: The largest token count a session records (2**53, exact as a float).
 TOKEN_CEILING = 2**53
+
+#: Host-neutral kinds of tool: what a call does, whatever the host calls the tool.
+ToolKind = Literal["shell", "read", "write", "search", "skill", "subagent", "other"]

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from ..transcript import ToolKind
+from ..choices import ToolKind
 from .validation import CheckModel, NonEmptyStr, Regex, check_regex
 
 __all__ = [

@@ -33,6 +33,7 @@ from ..choices import (
     DEFAULT_ALPHA,
     DEFAULT_JOBS,
     DEFAULT_MARGIN,
+    DEFAULT_STATE_CAP_BYTES,
     GatewayMode,
     IsolationMode,
     ShardBalancing,
@@ -41,7 +42,6 @@ from ..diagnostics import Diagnostic, DiagnosticError, error
 from ..project import parse_trials
 from ..project.config import MAX_TRIALS, LimitsConfig
 from ..project.variants import ARM_NAME_PATTERN, ArmSelection
-from ..trial.finalstate import DEFAULT_STATE_CAP_BYTES
 from .isolate import isolation_mode
 from .limit_options import parse_limits
 from .pinning import pin_option

@@ -25,6 +25,8 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
+from ..choices import ToolKind
+
 __all__ = [
     "TRANSCRIPT_FILE",
     "TRANSCRIPT_SCHEMA",
@@ -58,8 +60,6 @@ TRANSCRIPT_FILE = "transcript.jsonl"
 #: Version of the entry format (the header's ``schema``).
 TRANSCRIPT_SCHEMA = 1
 
-#: Host-neutral kinds of tool: what a call does, whatever the host calls the tool.
-ToolKind = Literal["shell", "read", "write", "search", "skill", "subagent", "other"]
 #: How a tool call ended (``pending``: no result arrived before the session ended).
 ToolStatus = Literal["ok", "error", "denied", "pending"]
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .._util.fstree import Unreadable, walk_tree
 from .._util.paths import display_path
+from ..choices import DEFAULT_STATE_CAP_BYTES
 from ..project import Scenario
 from ..report import FinalStateRef, TrialFiles
 from ..report.blobstore import BlobStore
@@ -54,8 +55,6 @@ __all__ = [
     "task_basis",
 ]
 
-#: The most content bytes one trial's final state may refer to (uncompressed).
-DEFAULT_STATE_CAP_BYTES = 256 * 1024 * 1024
 #: Omissions listed in a manifest (all are counted).
 _LISTED_OMISSIONS = 100
 _NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
