@@ -23,7 +23,7 @@ from standin import StandinHost, actions
 
 from atlante_eval import RunReport, TrialResult, run_eval
 from atlante_eval.checks import ignore_matcher
-from atlante_eval.run.engine import CHANGED_FILES_LIMIT
+from atlante_eval.run.grading import CHANGED_FILES_LIMIT
 from atlante_eval.trial import gitops, process, remove_tree, run_process, treestate
 from atlante_eval.trial.gitops import GIT_BASE_TIMEOUT_S, GIT_MIN_BYTES_PER_S, git_timeout_s
 

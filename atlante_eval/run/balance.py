@@ -21,7 +21,7 @@ from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..history import HistoryLocation
 from ..project import Plan
 from ..project.shards import balance_by_duration, expected_makespan, round_robin
-from ..report import RunReport, ShardBalance, ShardLoad, TrialResult, load_report
+from ..report import RunReport, ShardBalance, ShardLoad, TrialResult
 from .options import RunOptions
 
 __all__ = ["ShardSplit", "scenario_durations", "shard_split"]
@@ -125,6 +125,8 @@ def shard_split(
         owned = round_robin(len(plan.trials), shard.count)[shard.index - 1]
         return ShardSplit(positions=owned, index=shard.index)
     if options.balance_from is not None:
+        from ..report.loading import load_report  # --balance duration only
+
         source = load_report(options.balance_from)
         shown = display_path(options.balance_from)
     else:

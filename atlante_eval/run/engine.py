@@ -30,7 +30,6 @@ from .._util.environment import allowed_env
 from .._util.fstree import RemovalFailure
 from .._util.logs import get_logger
 from .._util.paths import display_path
-from ..checks import NO_TRANSCRIPT, read_transcript
 from ..hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext, secret_values
 from ..isolation.limits import LimitSettings, run_limit_groups
 from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
@@ -69,11 +68,9 @@ from ..trial import (
 from ..trial.finalstate import StateSettings, TrialState
 from .arm_setup import ArmSetup
 from .failures import crash_text
-from .grading import CHANGED_FILES_LIMIT, Grading, grade_sandbox
 from .metering import GatewayRun, MeteredFields, TrialMeter, settle
-from .redaction import redact_trial, untrusted_transcript
 
-__all__ = ["CHANGED_FILES_LIMIT", "Engine", "EngineOptions", "TrialGuard", "TrialHook"]
+__all__ = ["Engine", "EngineOptions", "TrialGuard", "TrialHook"]
 
 log = get_logger("atlante_eval.run.engine")
 
@@ -478,6 +475,8 @@ class Engine:
             result = isolation.settle(result)
         if self.options.keep and kept is not None:
             extra["sandbox"] = display_path(str(kept))
+        from .redaction import redact_trial  # after the session, off the launch path
+
         # The one redaction point of everything the trial reports (run/redaction.py).
         return redact_trial(result.model_copy(update=extra), redact)
 
@@ -589,6 +588,8 @@ class Engine:
         """
         if not any(c.type in BEHAVIOUR_CHECK_TAGS for c in planned.scenario.document.checks):
             return None, None
+        from ..checks import NO_TRANSCRIPT, read_transcript  # grading: after the session
+
         files = self._trial_files(planned)
         if files is None:
             return None, f"{NO_TRANSCRIPT}: none was recorded"
@@ -722,6 +723,9 @@ class Engine:
         redact: Redactor,
         state: TrialState | None,
     ) -> TrialResult:
+        from .grading import Grading, grade_sandbox  # after the session, off the launch path
+        from .redaction import untrusted_transcript
+
         transcript, transcript_error = self._read_transcript(planned)
         if base["tampered"] and transcript is not None:
             transcript, transcript_error = None, untrusted_transcript(base["tampered"])

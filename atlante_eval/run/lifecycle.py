@@ -41,7 +41,6 @@ from ..report import (
     ScenarioResult,
     TamperedFile,
     check_unchanged,
-    finalize,
     new_run_id,
     publish_error,
     report_base,
@@ -252,6 +251,8 @@ def _publish(
     decorate: Callable[[RunReport], RunReport] | None,
 ) -> None:
     """Assemble, finalize and publish ``report.json`` (``run.report``, ``run.report_path``)."""
+    from ..report.results import finalize  # the statistics: once the trials are over
+
     scenarios = dict(results(run.stopped))
     run.report = finalize(RunReport(run_id=run.run_id, meta=meta, scenarios=scenarios))
     if decorate is not None:

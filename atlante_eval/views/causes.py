@@ -19,7 +19,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .._util.terminal import first_line, printable, shorten
-from ..checks import check_kind
 from ..report import CheckResult, MetaConfig, ScenarioResult, TrialResult
 
 __all__ = [
@@ -47,6 +46,8 @@ def _raw_line(check: CheckResult) -> str:
     evidence = check.evidence
     if "cause" in evidence:
         return first_line(str(evidence["cause"]))
+    from ..checks import check_kind  # the checks' registry: not before a trial has run
+
     kind = check_kind(check.type)
     if kind is None:  # a report from another version or tool: show what it recorded
         return first_line(json.dumps(evidence, ensure_ascii=False))
