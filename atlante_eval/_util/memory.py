@@ -14,17 +14,36 @@ every arena to the system; the run calls it after its last session, before it
 renders ``report.html``, so that the page's modules and templates reuse the
 memory the sessions left instead of adding to the peak (about 2 MiB on the
 48-trial run; well under a millisecond).
+
+:func:`pause_collection` holds Python's cyclic garbage collector while the CLI
+starts: the imports, the models' schemas and the project's documents allocate
+some 90,000 long-lived objects and almost no garbage, and the collector walked
+them all again and again (about 55 ms, a tenth of ``run``'s launch, one full
+collection alone about 30 ms). :func:`resume_collection` turns it back on:
+``run`` when its first trial starts, every other command before its work. It
+first freezes what start-up built (:func:`gc.freeze`), so later collections, a
+run's included, never walk those objects again; the few start-up cycles frozen
+with them (about a thousand objects) stay allocated.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 
-__all__ = ["MALLOC_ARENAS", "cap_malloc_arenas", "release_free_memory"]
+__all__ = [
+    "MALLOC_ARENAS",
+    "cap_malloc_arenas",
+    "pause_collection",
+    "release_free_memory",
+    "resume_collection",
+]
 
 #: Arenas a run's process keeps: the main thread's and one for every worker thread.
 MALLOC_ARENAS = 2
 _M_ARENA_MAX = -8  # glibc's malloc.h
+#: Whether :func:`pause_collection` holds the collector (only what it paused is resumed).
+_paused = False
 
 
 def cap_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
@@ -55,3 +74,20 @@ def release_free_memory() -> None:
         return
     trim.argtypes = (ctypes.c_size_t,)
     trim(0)
+
+
+def pause_collection() -> None:
+    """Hold the cyclic garbage collector while the CLI starts (see the module's docstring)."""
+    global _paused
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
+
+
+def resume_collection() -> None:
+    """Turn the collector back on after :func:`pause_collection`, past what start-up built."""
+    global _paused
+    if _paused:
+        _paused = False
+        gc.freeze()
+        gc.enable()

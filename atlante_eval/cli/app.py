@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 import typer
 from typer.core import TyperCommand
 
+from .._util.memory import pause_collection, resume_collection
 from .._util.terminal import safe_diagnostic, use_color
 from .._version import __version__
 from ..choices import GatewayMode, IsolationMode
@@ -226,10 +227,17 @@ def _output_failed(exc: OSError) -> int:
     return 3
 
 
-def guarded(action: Callable[[], int]) -> int:
-    """Run ``action``; turn diagnostics and unexpected errors into output and an exit code."""
+def guarded(action: Callable[[], int], *, collect: bool = True) -> int:
+    """Run ``action``; turn diagnostics and unexpected errors into output and an exit code.
+
+    The garbage collector, held while the CLI starts (:func:`main`), runs again
+    before ``action``; with ``collect=False`` the action turns it back on itself
+    (``run``: when its first trial starts).
+    """
     from ..diagnostics import DiagnosticError, error
 
+    if collect:
+        resume_collection()
     try:
         status = action()
         sys.stdout.flush()  # surface a full or closed stdout here, not at interpreter exit
@@ -293,5 +301,6 @@ def main() -> None:
     from .._util.plugins import skip_pydantic_plugins
     from .usage import run_app
 
+    pause_collection()  # start-up makes no garbage worth a collection (_util/memory.py)
     skip_pydantic_plugins()
     sys.exit(run_app(app, print_diagnostics))

@@ -24,8 +24,9 @@ from .app import (
 if TYPE_CHECKING:
     import anyio
 
-    from ..report import RunReport
+    from ..report import ProgressEvent, RunReport
     from ..run import RunOptions
+    from ..run.prepare import ProgressCallback
     from ..run.record import RecordOutcome
     from ..run.runner import RunControl, RunOutcome
 
@@ -341,7 +342,8 @@ def run(
         )
         return run_command(path, options, as_json=as_json, junit=junit, log_format=log_format)
 
-    raise typer.Exit(guarded(action))
+    # The garbage collector stays held until the first trial starts (_collecting).
+    raise typer.Exit(guarded(action, collect=False))
 
 
 def _arm_selection(names: list[str] | None, mode: str | None) -> object:
@@ -389,13 +391,33 @@ def run_command(
     import anyio
 
     from .._util.logs import configure_logging
-    from .._util.memory import cap_malloc_arenas
+    from .._util.memory import cap_malloc_arenas, resume_collection
     from ..report import check_output_paths
 
-    cap_malloc_arenas()  # before the run's threads start
-    configure_logging(log_format)
-    check_output_paths({"--junit": junit}, {"--out": options.out})
-    return anyio.run(_run_async, path, options, as_json, junit, log_format == "json")
+    try:
+        cap_malloc_arenas()  # before the run's threads start
+        configure_logging(log_format)
+        check_output_paths({"--junit": junit}, {"--out": options.out})
+        return anyio.run(_run_async, path, options, as_json, junit, log_format == "json")
+    finally:
+        resume_collection()  # a run that started no trial
+
+
+def _collecting(sink: "ProgressCallback") -> "ProgressCallback":
+    """``sink``, turning the garbage collector back on when the first trial starts.
+
+    ``main`` holds the collector while the CLI starts (``_util/memory.py``); a
+    run's launch is start-up too, up to its first trial's session.
+    """
+    from .._util.memory import resume_collection
+    from ..report import TrialStarted
+
+    def on_event(event: "ProgressEvent") -> object:
+        if isinstance(event, TrialStarted):
+            resume_collection()
+        return sink(event)
+
+    return on_event
 
 
 async def _run_async(
@@ -421,7 +443,9 @@ async def _run_async(
         async with anyio.create_task_group() as group:
             group.start_soon(_watch_signals, control, group.cancel_scope)
             try:
-                outcome = await execute_run(path, options, on_event=printer, control=control)
+                outcome = await execute_run(
+                    path, options, on_event=_collecting(printer), control=control
+                )
             except EvalRunError as exc:
                 failure = exc
             except DiagnosticError as exc:
