@@ -122,7 +122,7 @@ def _check_filters(filters: Sequence[str]) -> None:
 
 
 def load_suite(
-    path: Path | str | None = None,
+    path: Path | str | Project | None = None,
     *,
     scenario_filter: Sequence[str] = (),
     verify_native: bool = True,
@@ -130,7 +130,8 @@ def load_suite(
     """Run every pre-trial gate for the project at ``path`` and return the selected suite.
 
     Args:
-        path: project directory or configuration file (default: cwd).
+        path: project directory or configuration file (default: cwd), or the
+            project already loaded from one (it is not read again).
         scenario_filter: names or glob patterns (``*``, ``?``, ``[...]``, ``{a,b}``)
             to keep (``--scenario``); empty keeps all.
         verify_native: verify the native outputs of the last build (gate 10), then
@@ -139,7 +140,7 @@ def load_suite(
     Raises:
         DiagnosticError: any validation problem (exit code 2); warnings ride along.
     """
-    project = load_project(path)
+    project = path if isinstance(path, Project) else load_project(path)
     config = project.eval
     discovered, suites, warnings = _discover(project)
     include_problems = include_diagnostics(project, suites)

@@ -43,6 +43,7 @@ from ..project import (
     scenario_fingerprint,
     watch_run_inputs,
 )
+from ..project.config import Project
 from ..project.variants import arms_seed
 from ..report import (
     DiagnosticNotice,
@@ -153,7 +154,7 @@ class PreparedRun:
 
 
 async def prepare_run(
-    path: Path | str | None,
+    path: Path | str | Project | None,
     options: RunOptions,
     *,
     host: Host | None,

@@ -23,7 +23,7 @@ from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..hosts import Host
 from ..hosts.base import secret_values
 from ..project import PlannedTrial, ProjectWatch, modified_cause
-from ..project.config import load_project
+from ..project.config import Project, load_project
 from ..report import (
     DiagnosticNotice,
     Meta,
@@ -336,7 +336,9 @@ async def execute_run(
         EvalRunError: the run stopped part-way; a partial report was published.
     """
     options = options or RunOptions()
-    recording = recording_for(load_project(path), options) if options.history else None
+    # Read once: the suite is loaded from this project, not from ``path`` again.
+    project = load_project(path) if options.history else None
+    recording = recording_for(project, options) if project is not None else None
     # The store is written by a process of its own, started while sessions run (.recorder).
     recorder = (
         RecorderProcess(recording)
@@ -350,7 +352,7 @@ async def execute_run(
     try:
         try:
             outcome = await _execute_run(
-                path,
+                project or path,
                 options,
                 host=host,
                 on_event=on_event,
@@ -390,7 +392,7 @@ async def _record(
 
 
 async def _execute_run(
-    path: Path | str | None,
+    path: Path | str | Project | None,
     options: RunOptions,
     *,
     host: Host | None,
