@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import json5
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from atlante_eval._util.jsondoc import (
     DocumentParseError,
     DocumentReadError,
     escape_pointer,
+    join_surrogates,
     locate_pointers,
     parse_document,
     pointer_from_loc,
@@ -314,6 +316,39 @@ def test_any_json_value_round_trips_in_both_modes(value: object, indent: int | N
     text = json.dumps(value, indent=indent)
     assert parse_document(text, jsonc=False) == value
     assert parse_document(text, jsonc=True) == value
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=json_values, ascii_only=st.booleans())
+def test_plain_json_in_a_jsonc_document_is_read_as_json5_reads_it(
+    value: object, ascii_only: bool
+) -> None:
+    """The json module's fast path gives json5's value (surrogate pairs joined alike)."""
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    expected = join_surrogates(json5.loads(text, allow_duplicate_keys=False), text=text)
+    assert parse_document(text, jsonc=True) == expected == value
+
+
+def test_plain_json_skips_json5_and_anything_else_goes_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only what the json module refuses is parsed by json5 (so its errors are reported)."""
+    calls: list[str] = []
+    real = json5.loads
+
+    def spy(text: str, **kwargs: object) -> object:
+        calls.append(text)
+        return real(text, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json5, "loads", spy)
+    assert parse_document('{"eval": {"host": "opencode"}}', jsonc=True) == {
+        "eval": {"host": "opencode"}
+    }
+    assert calls == []
+    assert parse_document('{"a": 1, // note\n}', jsonc=True) == {"a": 1}
+    assert len(calls) == 1
+    error = _parse_error('{"a": 1, "a": 2}', jsonc=True)
+    assert (error.message, len(calls)) == ('duplicate key "a"', 2)
 
 
 # --- pointers and positions ---------------------------------------------------

@@ -11,6 +11,7 @@ errors point at the exact spot.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -193,7 +194,18 @@ def _parse_jsonc(text: str) -> Any:
 
     json5 re-raises errors from hooks as plain ``ValueError``; they are turned back
     into the duplicate-key and constant errors here.
+
+    Most documents are plain JSON: the json module reads them first (a hundred times
+    faster than json5's parser, which took about 3 ms for a ten-line
+    ``atlante.jsonc``; the same values once surrogates are joined), and whatever it
+    refuses (comments, trailing commas, any error) is read by json5 as before, so
+    every error is json5's.
     """
+    with contextlib.suppress(ValueError, RecursionError):
+        return join_surrogates(
+            json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant),
+            text=text,
+        )
 
     def constant(name: str) -> Any:
         raise ValueError(f"\0constant:{name}")
