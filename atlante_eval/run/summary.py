@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..hosts.base import secret_values
 from ..project import Scenario
-from ..report import OriginInfo, ScenarioResult, TrialResult, summarize
+from ..report import OriginInfo, ScenarioResult, TrialResult
 from ..transcript import Redactor
 
 __all__ = ["scenario_result"]
@@ -26,6 +26,8 @@ def scenario_result(
     The prompt is stored with every secret value redacted, as every other report
     field is (run/redaction.py): ``redact``'s, else the environment's secrets.
     """
+    from ..report.results import summarize  # the statistics: once trials have ended
+
     origin = scenario.origin
     redact = redact if redact is not None else Redactor(secret_values(os.environ))
     return summarize(
