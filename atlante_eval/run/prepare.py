@@ -52,7 +52,6 @@ from ..report import (
     ProgressEvent,
     RunReport,
     TrialResult,
-    load_report,
     report_base,
 )
 from ..trial.finalstate import StateSettings
@@ -239,6 +238,8 @@ def _last_failed(
     Selftest reports (``meta.host`` ``"selftest"``) are skipped: their null agent
     always fails, so taking one would rerun the whole suite.
     """
+    from ..report.loading import load_report  # --last-failed only
+
     base = report_base(suite.project.root, options.out)
     loaded: list[tuple[str, str, Path, RunReport]] = []
     for candidate in sorted(base.glob("*/report.json")) if base.is_dir() else []:
