@@ -8,6 +8,7 @@ It is the fallback when no such directory is found (an egg or zip install).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,15 +18,16 @@ _SUFFIX = ".dist-info"
 
 def _from_dist_info() -> str | None:
     for entry in sys.path:
-        try:
-            found = [p for p in Path(entry or ".").iterdir() if p.name.startswith(_PREFIX)]
+        try:  # directory entries, not Path objects: a site-packages holds a few hundred
+            with os.scandir(entry or ".") as listing:
+                found = [e.path for e in listing if e.name.startswith(_PREFIX)]
         except OSError:
             continue
         for directory in found:
-            if not directory.name.endswith(_SUFFIX):
+            if not directory.endswith(_SUFFIX):
                 continue
             try:
-                with (directory / "METADATA").open(encoding="utf-8") as handle:
+                with Path(directory, "METADATA").open(encoding="utf-8") as handle:
                     for line in handle:
                         if line.startswith("Version:"):
                             return line.partition(":")[2].strip()
