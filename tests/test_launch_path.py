@@ -47,6 +47,7 @@ _DEFERRED = (
     "atlante_eval.report.consistency",
     "jinja2",
     "regex",  # the check matcher: loaded with the first pattern a scenario declares
+    "json5",  # JSONC beyond plain JSON (comments, trailing commas): loaded when a file has them
     "rich",
     "structlog",
     # the history store: opened after the report is published, never before a session

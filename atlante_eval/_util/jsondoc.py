@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import json5
-
 __all__ = [
     "MAX_DOCUMENT_BYTES",
     "DocumentParseError",
@@ -199,13 +197,14 @@ def _parse_jsonc(text: str) -> Any:
     faster than json5's parser, which took about 3 ms for a ten-line
     ``atlante.jsonc``; the same values once surrogates are joined), and whatever it
     refuses (comments, trailing commas, any error) is read by json5 as before, so
-    every error is json5's.
+    every error is json5's (imported then: a plain document never needs it).
     """
     with contextlib.suppress(ValueError, RecursionError):
         return join_surrogates(
             json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant),
             text=text,
         )
+    import json5
 
     def constant(name: str) -> Any:
         raise ValueError(f"\0constant:{name}")
