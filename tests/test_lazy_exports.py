@@ -62,7 +62,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     from atlante_eval import report
 
     with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
-        _ = report.NoSuchName  # type: ignore[attr-defined]
+        _ = report.NoSuchName
     assert not hasattr(report, "NoSuchName")
 
 
