@@ -39,7 +39,6 @@ _DEFERRED = (
     # grading and the report's end: loaded once a session is over
     "atlante_eval.checks",
     "atlante_eval.run.grading",
-    "atlante_eval.run.redaction",
     "atlante_eval.stats",
     "atlante_eval.report.results",
     "atlante_eval.report.loading",

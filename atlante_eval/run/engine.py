@@ -69,6 +69,7 @@ from ..trial.finalstate import StateSettings, TrialState
 from .arm_setup import ArmSetup
 from .failures import crash_text
 from .metering import GatewayRun, MeteredFields, TrialMeter, settle
+from .redaction import redact_trial, untrusted_transcript
 
 __all__ = ["Engine", "EngineOptions", "TrialGuard", "TrialHook"]
 
@@ -475,8 +476,6 @@ class Engine:
             result = isolation.settle(result)
         if self.options.keep and kept is not None:
             extra["sandbox"] = display_path(str(kept))
-        from .redaction import redact_trial  # after the session, off the launch path
-
         # The one redaction point of everything the trial reports (run/redaction.py).
         return redact_trial(result.model_copy(update=extra), redact)
 
@@ -724,7 +723,6 @@ class Engine:
         state: TrialState | None,
     ) -> TrialResult:
         from .grading import Grading, grade_sandbox  # after the session, off the launch path
-        from .redaction import untrusted_transcript
 
         transcript, transcript_error = self._read_transcript(planned)
         if base["tampered"] and transcript is not None:
