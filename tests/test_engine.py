@@ -356,7 +356,14 @@ async def test_missing_fixture_at_run_time_is_an_infra_error(tmp_path: Path) -> 
 
 
 async def _engine(
-    root: Path, scenarios: list[Any], host: Any, *, fixture: str, **budget: Any
+    root: Path,
+    scenarios: list[Any],
+    host: Any,
+    *,
+    fixture: str,
+    jobs: int = 2,
+    on_session_end: Any = None,
+    **budget: Any,
 ) -> list[TrialResult]:
     """Run an Engine directly on hand-made scenarios (their fixture falls back to ``fixture``)."""
     fixed = [
@@ -381,12 +388,37 @@ async def _engine(
         host=host,
         native=native_outputs(),
         run_root=run_root,
-        options=EngineOptions(jobs=2),
+        options=EngineOptions(jobs=jobs),
         emit=emit,
         on_trial=on_trial,
+        on_session_end=on_session_end,
     )
     await engine.run()
     return [recorded[p] for p in sorted(recorded)]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("jobs", "expected"), [(1, [False, False, True]), (3, [True] * 3)])
+async def test_the_session_end_hook_says_when_no_trial_waits_to_start(
+    tmp_path: Path, jobs: int, expected: list[bool]
+) -> None:
+    """The run's end is warmed up once every trial has started (run/prewarm.py): one at a
+    time, only the last session's end says so; three at once, every one does."""
+    root = tmp_path / "project"
+    (root / "fix").mkdir(parents=True)
+    (root / "fix" / "README.md").write_text("hello\n")
+    seen: list[bool] = []
+    results = await _engine(
+        root,
+        [make_scenario(root, "s")],
+        InstantHost(),
+        fixture="fix",
+        jobs=jobs,
+        on_session_end=seen.append,
+        trials=3,
+    )
+    assert [r.verdict for r in results] == ["pass"] * 3
+    assert seen == expected
 
 
 # -- what the agent does to git --------------------------------------------------------------

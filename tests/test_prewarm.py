@@ -128,3 +128,28 @@ def test_a_render_never_overlaps_the_warm_up(
     drawing.join()
     expected = ["warm-up done", "rendered"] if defended else ["rendered", "warm-up done"]
     assert order == expected
+
+
+def test_the_recorder_starts_after_a_session_and_the_warm_up_once_all_have_started() -> None:
+    """The session-end hook starts the recorder's process at the first end, and the warm-up
+    only when no trial waits to start (it took CPU from trials being handed their slots)."""
+    code = """
+        import sys, threading
+        from atlante_eval.run.prewarm import end_prewarm
+        started = []
+        hook = end_prewarm(["xml.dom.minidom"], lambda: started.append("recorder"))
+        def settle():
+            for t in threading.enumerate():
+                if t.name == "atlante-eval-prewarm":
+                    t.join()
+        def state():
+            return len(started), "xml.dom.minidom" in sys.modules
+        hook(False); settle(); first = state()
+        hook(False); settle(); second = state()
+        hook(True); settle(); third = state()
+        hook(True); settle(); print(first, second, third, state())
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "(1, False) (1, False) (1, True) (1, True)"

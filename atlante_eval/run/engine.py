@@ -219,8 +219,11 @@ class Engine:
     """Asked before each trial's assembly; a cause it returns makes the trial an infra-error."""
     arms: Mapping[str, ArmSetup] = field(default_factory=dict)
     """Each arm's host, native outputs and model (a trial of no arm runs the engine's own)."""
-    on_session_end: Callable[[], None] | None = None
-    """Called each time a trial's session and grading are over (e.g. to prewarm the run's end)."""
+    on_session_end: Callable[[bool], None] | None = None
+    """Called each time a trial's session and grading are over (e.g. to prewarm the run's
+    end), with whether every trial of :meth:`run` has taken its turn (none waits to start)."""
+    _last_turn: anyio.Event | None = field(default=None, init=False, repr=False)
+    """Set when the last trial of :meth:`run` has taken its turn."""
     _skeleton: Path | None = field(default=None, init=False, repr=False)
     """An empty repository copied into each sandbox instead of ``git init``."""
     _group: anyio.abc.TaskGroup | None = field(default=None, init=False, repr=False)
@@ -263,6 +266,7 @@ class Engine:
         for position in wanted:
             previous[position] = last
             last = turns[position]
+        self._last_turn = last
         with self._open_store():
             async with run_limit_groups(self.options.limits), anyio.create_task_group() as group:
                 self._group = group
@@ -439,7 +443,8 @@ class Engine:
                     planned, sandbox, ticket, isolation, redact, meter, state
                 )
                 if self.on_session_end is not None:
-                    self.on_session_end()
+                    last_turn = self._last_turn
+                    self.on_session_end(last_turn is None or last_turn.is_set())
         except _Refused as exc:
             result = TrialResult(
                 i=planned.index,

@@ -45,7 +45,7 @@ from .lifecycle import ActiveRun, JournalSeed, cleanup_warning, run_lifecycle
 from .metering import GatewayRun, gateway_notice, run_gateway, with_gateway
 from .options import DEFAULT_JOBS, RunOptions, options_from_keywords
 from .prepare import PreparedRun, ProgressCallback, announce, prepare_run
-from .prewarm import end_modules, prewarmer
+from .prewarm import end_modules, end_prewarm
 from .record import Recording, RecordOutcome, record_run, recording_for
 from .recorder import RecorderProcess
 from .tracking import RunProgress, scenario_results
@@ -240,8 +240,8 @@ def _engine(
         cleanup_failures=run.cleanup_failures,
         guard=_guard(ready.watch),
         arms=ready.arms,
-        on_session_end=prewarmer(
-            end_modules(html=options.html), then=recorder.start if recorder is not None else None
+        on_session_end=end_prewarm(
+            end_modules(html=options.html), recorder.start if recorder is not None else None
         ),
     )
 
