@@ -328,7 +328,7 @@ async def make_baseline(
     if written is not None:
         return Baseline(
             commit=written.commit,
-            tree=snapshot.with_oids(written.oids),
+            tree=snapshot.with_oids({path: oid for path, (_, oid) in written.entries.items()}),
             entries=written.entries,
             pack_digests=written.pack_digests,
             commit_object=written.commit_object,

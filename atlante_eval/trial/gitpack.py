@@ -63,8 +63,6 @@ class WrittenBaseline:
     tree is the same file in every trial (a final state stores it once)."""
     entries: dict[str, IndexEntry]
     pack_digests: dict[str, str]
-    oids: dict[str, bytes]
-    """Each regular file's blob id (for :meth:`TreeSnapshot.with_oids`)."""
 
 
 def _plain_name(component: str, *, link: bool) -> bool:
@@ -344,5 +342,4 @@ def write_baseline(
             f"{name}.pack": pack.sha256.hexdigest(),
             f"{name}.idx": hashlib.sha256(index).hexdigest(),
         },
-        oids={path: oid for path, _, mode, oid in records if mode != 0o120000},
     )
