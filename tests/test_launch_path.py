@@ -56,6 +56,16 @@ _DEFERRED = (
     "alembic",
     "psycopg",
     "sqlite3",  # OpenCode's V2 credentials database: loaded when a trial copies one
+    # the isolation machinery: loaded with the first trial a run confines (``--isolation os``)
+    # or limits (``eval.limits``, ``--limit``); under ``none`` without limits, never
+    "atlante_eval.isolation.trial",
+    "atlante_eval.isolation.preflight",
+    "atlante_eval.isolation.bwrap",
+    "atlante_eval.isolation.seccomp",
+    "atlante_eval.isolation.proxy",
+    "atlante_eval.isolation.cgroups",
+    "atlante_eval.isolation.hierarchies",
+    "atlante_eval.isolation.tmpfs",
     # the model gateway's HTTP side: loaded with its first connection, during a session
     "atlante_eval.gateway.exchange",
     "h11",

@@ -27,7 +27,7 @@ import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
@@ -36,16 +36,11 @@ from ..diagnostics import DiagnosticError, error
 from ..project.config import IsolationMode, LimitsConfig
 from ..report import LimitReached, LimitsRecord, TrialResult
 from ..trial import SandboxError, SpawnPlan
-from .cgroups import (
-    CPU_PERIOD_US,
-    CgroupUnavailable,
-    CgroupVersion,
-    Counters,
-    GroupLimits,
-    TrialGroup,
-)
-from .hierarchies import Hierarchy, find_hierarchy
-from .tmpfs import TmpfsWatch
+
+if TYPE_CHECKING:  # the groups' machinery loads when a run limits something
+    from .cgroups import CgroupVersion, Counters, GroupLimits, TrialGroup
+    from .hierarchies import Hierarchy
+    from .tmpfs import TmpfsWatch
 
 __all__ = [
     "OS_DEFAULTS",
@@ -93,6 +88,8 @@ class ResourceLimits:
 
     def group_limits(self) -> GroupLimits:
         """What the trial's control group enforces."""
+        from .cgroups import CPU_PERIOD_US, GroupLimits
+
         return GroupLimits(
             memory_bytes=self.memory_mb * _MIB if self.memory_mb is not None else None,
             pids=self.pids,
@@ -188,6 +185,9 @@ def _flags(limits: ResourceLimits) -> str:
 
 def _probe(limits: ResourceLimits) -> LimitSettings:
     """Find the hierarchy and prove a group with ``limits`` can be made and removed there."""
+    from .cgroups import CgroupUnavailable
+    from .hierarchies import find_hierarchy
+
     wanted = limits.group_limits()
     controllers = wanted.controllers()
     if not controllers:
@@ -235,7 +235,7 @@ async def preflight_limits(limits: ResourceLimits) -> LimitSettings:
         DiagnosticError: ``eval-limits-unavailable`` (exit 3): neither a cgroup v2
             subtree with the controllers nor writable v1 hierarchies.
     """
-    if os.name != "posix" or not limits.group_limits().controllers():
+    if not limits.any or os.name != "posix" or not limits.group_limits().controllers():
         return LimitSettings(limits)
     return await anyio.to_thread.run_sync(_probe, limits)
 
@@ -251,6 +251,8 @@ async def run_limit_groups(settings: LimitSettings | None) -> AsyncIterator[None
     if hierarchy is None or settings is None:
         yield
         return
+    from .cgroups import CgroupUnavailable
+
     try:
         await anyio.to_thread.run_sync(hierarchy.open)
     except CgroupUnavailable as exc:
@@ -302,6 +304,8 @@ class TrialLimits:
                 command[0] = found  # the shell's own default PATH is not the spawn's
         watch: TmpfsWatch | None = None
         if confined and self.tmp_bytes is not None:
+            from .tmpfs import TmpfsWatch
+
             watch = TmpfsWatch(self.tmp_bytes)
             command[1:1] = watch.bwrap_options()
         if self.group is not None:

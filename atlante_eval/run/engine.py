@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Any, Literal, NotRequired
 
 import anyio
 import anyio.abc
@@ -32,7 +32,6 @@ from .._util.logs import get_logger
 from .._util.paths import display_path
 from ..hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext, secret_values
 from ..isolation.limits import LimitSettings, run_limit_groups
-from ..isolation.trial import IsolationSettings, TrialIsolation, open_trial_isolation
 from ..project import BEHAVIOUR_CHECK_TAGS, NativeOutputs, Plan, PlannedTrial
 from ..report import (
     Activity,
@@ -70,6 +69,9 @@ from .arm_setup import ArmSetup
 from .failures import crash_text
 from .metering import GatewayRun, MeteredFields, TrialMeter, settle
 from .redaction import redact_trial, untrusted_transcript
+
+if TYPE_CHECKING:  # the isolation layer loads with the first trial it confines or limits
+    from ..isolation.trial import IsolationSettings, TrialIsolation
 
 __all__ = ["Engine", "EngineOptions", "TrialGuard", "TrialHook"]
 
@@ -488,6 +490,11 @@ class Engine:
     async def _isolation(self) -> AsyncIterator[TrialIsolation | None]:
         """The trial's OS isolation and limits (for the block), or ``None``."""
         options = self.options
+        if options.isolation is None and (options.limits is None or not options.limits.limits.any):
+            yield None
+            return
+        from ..isolation.trial import open_trial_isolation
+
         async with open_trial_isolation(
             options.isolation, options.limits, self.run_root
         ) as isolation:

@@ -16,7 +16,6 @@ from pathlib import Path
 from .._util.errors import describe_os_error
 from .._util.paths import display_path
 from ..diagnostics import Diagnostic, DiagnosticError, error
-from ..isolation.proxy import ProxyError
 from .journal import JournalError
 
 __all__ = ["cause", "crash_text", "journal_diagnostic", "journal_failure", "with_journal_cause"]
@@ -47,6 +46,8 @@ def crash_text(exc: Exception) -> str:
     A proxy failure says so itself; an ``OSError`` is named by its errno
     (``No space left on device (ENOSPC): path``); anything else is ``Type: message``.
     """
+    from ..isolation.proxy import ProxyError  # a crash is rare: the proxy loads when one is
+
     if isinstance(exc, ProxyError):
         return str(exc)
     if isinstance(exc, OSError):

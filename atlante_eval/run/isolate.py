@@ -13,15 +13,16 @@ defaults; ``eval-limits-unavailable``, exit 3).
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import TYPE_CHECKING, get_args
 
 from ..choices import IsolationMode
 from ..diagnostics import DiagnosticError, error
 from ..hosts import Host, model_endpoints
 from ..isolation.limits import LimitSettings, preflight_limits, resolve_limits
-from ..isolation.preflight import preflight_isolation
-from ..isolation.trial import IsolationSettings
 from ..project.config import EvalConfig, LimitsConfig
+
+if TYPE_CHECKING:  # bubblewrap's side loads only for a run under ``os``
+    from ..isolation.trial import IsolationSettings
 
 __all__ = ["ISOLATION_MODES", "isolation_mode", "resolve_isolation", "resolve_limits_settings"]
 
@@ -67,6 +68,11 @@ async def resolve_isolation(
             ``eval-isolation-unavailable`` (exit 3) when ``os`` cannot work here.
     """
     mode = isolation_mode(requested) or project_eval.isolation
+    if mode != "os":
+        return None
+    from ..isolation.preflight import preflight_isolation
+    from ..isolation.trial import IsolationSettings
+
     bwrap = await preflight_isolation(mode)
     if bwrap is None:
         return None

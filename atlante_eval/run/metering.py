@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from .._util.logs import get_logger
 from ..choices import GatewayMode
@@ -31,7 +31,6 @@ from ..gateway import Gateway, RouteUsage, TrialRoute, open_gateway
 from ..gateway.crosscheck import TranscriptLedger, cross_check
 from ..gateway.records import ModelCallWriter
 from ..hosts import SessionUsage
-from ..isolation.trial import IsolationSettings
 from ..report import (
     CostSource,
     GatewaySummary,
@@ -42,6 +41,9 @@ from ..report import (
     model_version_of,
 )
 from ..transcript import Redactor
+
+if TYPE_CHECKING:  # the isolation layer loads with the first trial it confines
+    from ..isolation.trial import IsolationSettings
 
 __all__ = [
     "MISMATCH_SHARE",

@@ -27,7 +27,6 @@ from ..diagnostics import Diagnostic, DiagnosticError, error, warning
 from ..history import HistoryLocation
 from ..hosts import Host, HostError
 from ..isolation.limits import LimitSettings
-from ..isolation.trial import IsolationSettings
 from ..project import (
     Plan,
     ProjectWatch,
@@ -67,6 +66,7 @@ from .pinning import RunHost, check_pinned_version, check_resumed_host, host_pin
 from .record import recording_for
 
 if TYPE_CHECKING:
+    from ..isolation.trial import IsolationSettings
     from .adaptive import AdaptiveSettings
     from .waves import WaveDriver
 
