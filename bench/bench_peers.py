@@ -15,6 +15,14 @@ for, as the ratio or the value the benchmark measured in that one run:
 - peak RSS of the 48-trial run ≤ 60 MiB;
 - processes started per trial ≤ 9 (the count before the grading rebuild).
 
+Before the run, the package's bytecode is compiled (``compileall``), as installing
+it does: with ``PYTHONDONTWRITEBYTECODE`` set, an editable checkout would
+otherwise recompile every module changed since its last cache on each launch.
+After it, the conditions are printed with the targets: the load average and what
+creating a directory costs under ``PB_TMP`` (the trials' scratch), the largest
+per-trial cost on a disk whose inode allocator skips recently deleted inodes
+(docs/performance.md, "Round 4").
+
 Environment: ``PEERBENCH_DIR`` (default ``../shared/peerbench`` next to the
 checkout), ``PEERBENCH_ARGS`` (default ``--quick``; ``--reps 5 --overhead-reps 9``
 is the issue's full run, about 13 minutes idle), ``PB_TMP`` (scratch; default
@@ -26,13 +34,16 @@ benchmark says so and is skipped. Run from the repository root:
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,6 +117,24 @@ def targets_table(res: dict) -> str:
     return "\n".join(lines)
 
 
+def mkdir_cost_us(where: Path, count: int = 200) -> float:
+    """Median microseconds to create one of ``count`` new directories under ``where``.
+
+    None is removed before all are made: a directory removed in the same second
+    would give its inode straight back to the next one.
+    """
+    probe = Path(tempfile.mkdtemp(prefix="mkdir-probe-", dir=where))
+    costs = []
+    try:
+        for i in range(count):
+            started = time.perf_counter()
+            (probe / str(i)).mkdir()
+            costs.append(time.perf_counter() - started)
+    finally:
+        shutil.rmtree(probe)
+    return statistics.median(costs) * 1e6
+
+
 def main() -> None:
     """Run the shared side-by-side benchmark and print the targets it decides."""
     default = ROOT.parent / "shared" / "peerbench"
@@ -124,11 +153,16 @@ def main() -> None:
         "ATLANTE_EVAL": os.environ.get("ATLANTE_EVAL", str(console)),
     }
     args = shlex.split(os.environ.get("PEERBENCH_ARGS", "--quick"))
+    compileall.compile_dir(ROOT / "atlante_eval", quiet=1)  # as an install would
     subprocess.run(["bash", str(script), *args], cwd=ROOT, env=env, check=True)
     results = Path(os.environ.get("PB_RESULTS", scratch / "results.json"))
     res = json.loads(results.read_text(encoding="utf-8"))
     load = res.get("load_average", {})
-    print(f"\nIssue 32's targets (load average median {load.get('median', float('nan')):.1f}):\n")
+    mkdir_us = mkdir_cost_us(scratch)
+    print(
+        f"\nIssue 32's targets (load average median {load.get('median', float('nan')):.1f}; "
+        f"creating a directory in {scratch}: {mkdir_us:.0f} µs, median of 200):\n"
+    )
     print(targets_table(res))
 
 
