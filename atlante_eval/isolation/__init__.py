@@ -8,5 +8,6 @@ resource limits, with the control groups of :mod:`.cgroups` and
 trial's confinements, limits and what they denied). A run turns its mode and
 limits into settings with :func:`atlante_eval.run.isolate.resolve_isolation` and
 :func:`atlante_eval.run.isolate.resolve_limits_settings`. Nothing is imported
-here, so loading a project stays cheap.
+here, so loading a project stays cheap; a run under ``none`` without limits loads
+only the settings of :mod:`.limits`, never the machinery.
 """

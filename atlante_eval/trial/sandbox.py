@@ -33,6 +33,7 @@ from .._util import fstree
 from .._util.fstree import RemovalFailure
 from .._util.logs import get_logger
 from .._util.paths import FORBIDDEN_SEGMENTS, UnsafePathError, resolve_no_follow, split_segments
+from .._util.spread import spread_subdirectories
 from ..project import SETUP_TIMEOUT_MS, FileUnchangedCheck, NativeOutputs, Scenario
 from .gitops import Baseline, GitError, make_baseline
 from .kept import defuse_repositories
@@ -91,8 +92,14 @@ class Sandbox:
 
 
 def create_run_root() -> Path:
-    """Create the run root ``<tmp>/atlante-eval-<random>``, mode 0700."""
-    return Path(tempfile.mkdtemp(prefix="atlante-eval-"))
+    """Create the run root ``<tmp>/atlante-eval-<random>``, mode 0700.
+
+    Its trials' directories are unrelated trees: the file system is asked to
+    spread them apart (:func:`~atlante_eval._util.spread.spread_subdirectories`).
+    """
+    root = Path(tempfile.mkdtemp(prefix="atlante-eval-"))
+    spread_subdirectories(root)
+    return root
 
 
 def remove_tree(path: Path) -> RemovalFailure | None:
