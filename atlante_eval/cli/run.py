@@ -429,10 +429,12 @@ async def _run_async(
 ) -> int:
     import anyio
 
+    from .._util.threads import cap_worker_threads
     from ..diagnostics import DiagnosticError
     from ..run.runner import EvalRunError, RunControl, execute_run
     from ..views.progress import ProgressPrinter
 
+    cap_worker_threads()  # this loop is the CLI's own (_util/threads.py)
     control = RunControl()
     # With JSON logs, progress lines are log events too: stderr stays one JSON stream.
     printer = ProgressPrinter(sys.stderr, structured=json_logs)
