@@ -12,11 +12,15 @@ to the program; :func:`calls` reads them back.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from factory import make_project, scenario
 
 _PROGRAM = """\
 #!{python}
@@ -89,6 +93,68 @@ def write_stub(bin_dir: Path, name: str, **spec: Any) -> Path:
     )
     program.chmod(0o755)
     return program
+
+
+#: The console script's own ``run`` in a fresh interpreter: ``main()`` as the entry point
+#: calls it, after ``{setup}``; an audit hook writes ``json.dumps({observe})`` to OUT when the
+#: host's first session is spawned (in the worker thread that spawns it).
+_AT_FIRST_SESSION = """
+import json, os, sys
+{setup}
+OUT = sys.argv[2]
+
+def _at_session(event, args):
+    if event == "subprocess.Popen" and os.path.basename(str(args[0])) == "opencode":
+        if list(args[1][1:2]) == ["run"] and not os.path.exists(OUT):
+            with open(OUT, "w") as out:
+                json.dump({observe}, out)
+
+sys.addaudithook(_at_session)
+from atlante_eval.cli import main
+sys.argv = ["atlante-eval", "run", sys.argv[1], "--no-history", *sys.argv[3:]]
+main()
+"""
+
+
+def run_to_first_session(
+    tmp_path: Path, *, observe: str, setup: str = "", trials: int = 1, args: Sequence[str] = ()
+) -> tuple[Any, int]:
+    """Run ``atlante-eval run`` on a one-scenario project with a stand-in ``opencode``.
+
+    ``observe`` is a Python expression evaluated at the first session's spawn, after
+    ``setup`` ran before the CLI was imported. Returns what it gave and how many
+    sessions the run started; the run must succeed.
+    """
+    bin_dir = tmp_path / "bin"
+    stub = write_stub(bin_dir, "opencode", version="1.18.33", write={"out.txt": "x\n"})
+    home = tmp_path / "home"
+    auth = home / ".local" / "share" / "opencode" / "auth.json"
+    auth.parent.mkdir(parents=True)
+    auth.write_text('{"acme": {"type": "api", "key": "k"}}', encoding="utf-8")
+    root = make_project(
+        tmp_path / "project",
+        scenarios=[scenario("first", checks=[{"type": "file-exists", "path": "out.txt"}])],
+        eval_extra={"model": "acme/model", "budget": {"trials": trials}},
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE", "PYTEST_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "NO_COLOR": "1",
+    }
+    seen = tmp_path / "observed.json"
+    code = _AT_FIRST_SESSION.format(setup=setup, observe=observe)
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(seen), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    started = [c["argv"][1] for c in calls(stub)].count("run")
+    return json.loads(seen.read_text(encoding="utf-8")), started
 
 
 def update_stub(program: Path, **changes: Any) -> None:

@@ -7,15 +7,13 @@ not hide what the launch path imports.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from factory import make_project, scenario
-from stubcli import calls, write_stub
+from stubcli import run_to_first_session
 
 from atlante_eval.choices import SCHEMA_KINDS
 
@@ -101,59 +99,13 @@ def test_the_run_path_imports_none_of_the_deferred_modules() -> None:
     assert sorted(m for m in _DEFERRED if m in loaded) == []
 
 
-#: The console script's own path to its first session: ``main()`` as the entry point calls
-#: it, an audit hook noting every module loaded when the host's session is spawned.
-_TO_FIRST_SESSION = """
-import json, os, sys
-
-SNAPSHOT = sys.argv[2]
-
-def _at_session(event, args):
-    if event == "subprocess.Popen" and os.path.basename(str(args[0])) == "opencode":
-        if list(args[1][1:2]) == ["run"] and not os.path.exists(SNAPSHOT):
-            with open(SNAPSHOT, "w") as out:
-                json.dump(sorted(sys.modules), out)
-
-sys.addaudithook(_at_session)
-from atlante_eval.cli import main
-sys.argv = ["atlante-eval", "run", sys.argv[1], "--no-history"]
-main()
-"""
-
-
 def test_run_reaches_its_first_session_without_the_deferred_modules(tmp_path: Path) -> None:
     """``atlante-eval run`` with the real OpenCode host (a stand-in executable on PATH),
     up to the spawn of its first session: the engine, the host and the gateway are
     loaded, nothing of the grading, the report's end, the views or the history."""
-    bin_dir = tmp_path / "bin"
-    stub = write_stub(bin_dir, "opencode", version="1.18.33", write={"out.txt": "x\n"})
-    home = tmp_path / "home"
-    auth = home / ".local" / "share" / "opencode" / "auth.json"
-    auth.parent.mkdir(parents=True)
-    auth.write_text('{"acme": {"type": "api", "key": "k"}}', encoding="utf-8")
-    root = make_project(
-        tmp_path / "project",
-        scenarios=[scenario("launch", checks=[{"type": "file-exists", "path": "out.txt"}])],
-        eval_extra={"model": "acme/model", "budget": {"trials": 1}},
-    )
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE", "PYTEST_"))},
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "NO_COLOR": "1",
-    }
-    snapshot = tmp_path / "modules.json"
-    result = subprocess.run(
-        [sys.executable, "-c", _TO_FIRST_SESSION, str(root), str(snapshot)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert [c["argv"][1] for c in calls(stub)].count("run") == 1  # the session did run
-    loaded = set(json.loads(snapshot.read_text(encoding="utf-8")))
+    modules, started = run_to_first_session(tmp_path, observe="sorted(sys.modules)")
+    assert started == 1  # the session did run
+    loaded = set(modules)
     assert {"atlante_eval.run.engine", "atlante_eval.hosts.opencode"} <= loaded
     assert "atlante_eval.gateway.server" in loaded
     assert sorted(m for m in _DEFERRED if m in loaded) == []
