@@ -27,7 +27,7 @@ import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeGuard
 
 import anyio
 
@@ -48,6 +48,7 @@ __all__ = [
     "Phase",
     "ResourceLimits",
     "TrialLimits",
+    "limited",
     "open_trial_limits",
     "preflight_limits",
     "resolve_limits",
@@ -100,6 +101,11 @@ class ResourceLimits:
     def any(self) -> bool:
         """Whether anything is limited."""
         return any(v is not None for v in (self.memory_mb, self.pids, self.cpus, self.tmp_mb))
+
+
+def limited(settings: LimitSettings | None) -> TypeGuard[LimitSettings]:
+    """Whether a run with ``settings`` (``None``: none) limits anything in its trials."""
+    return settings is not None and settings.limits.any
 
 
 def resolve_limits(

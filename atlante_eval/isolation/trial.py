@@ -28,7 +28,7 @@ from .._util.errors import sole_error
 from ..report import DeniedAccess, TrialResult
 from ..trial import SpawnPlan, SpawnWrapper
 from .bwrap import FORWARDER_PORT, Confinement, NetworkAccess
-from .limits import LimitSettings, TrialLimits, open_trial_limits, with_limits
+from .limits import LimitSettings, TrialLimits, limited, open_trial_limits, with_limits
 from .proxy import FilterProxy, serve_proxy
 
 __all__ = ["IsolationSettings", "Phase", "TrialIsolation", "open_trial_isolation"]
@@ -241,13 +241,13 @@ async def open_trial_isolation(
         SandboxError: the trial's control group could not be created.
         ProxyError: a proxy could not listen, or stopped accepting connections.
     """
-    if settings is None and (limits is None or not limits.limits.any):
+    if settings is None and not limited(limits):
         yield None
         return
     try:
         async with contextlib.AsyncExitStack() as stack:
             trial_limits = None
-            if limits is not None and limits.limits.any:
+            if limited(limits):
                 trial_limits = await stack.enter_async_context(open_trial_limits(limits))
             proxies = None
             if settings is not None:

@@ -31,7 +31,7 @@ from .._util.fstree import RemovalFailure
 from .._util.logs import get_logger
 from .._util.paths import display_path
 from ..hosts.base import Host, HostError, SessionEnd, SessionUsage, TrialContext, secret_values
-from ..isolation.limits import LimitSettings, run_limit_groups
+from ..isolation.limits import LimitSettings, limited, run_limit_groups
 from ..project import BEHAVIOUR_CHECK_TAGS, NativeOutputs, Plan, PlannedTrial
 from ..report import (
     Activity,
@@ -490,7 +490,7 @@ class Engine:
     async def _isolation(self) -> AsyncIterator[TrialIsolation | None]:
         """The trial's OS isolation and limits (for the block), or ``None``."""
         options = self.options
-        if options.isolation is None and (options.limits is None or not options.limits.limits.any):
+        if options.isolation is None and not limited(options.limits):
             yield None
             return
         from ..isolation.trial import open_trial_isolation
